@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+// Thin launcher: the CLI is compiled to dist/ by `npm run build`.
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const entry = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+if (!existsSync(entry)) {
+  process.stderr.write('bpa: not built yet; run `npm run build` first\n');
+  process.exit(2);
+}
+const { main } = await import(pathToFileURL(entry).href);
+process.exitCode = await main(process.argv.slice(2), {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+});

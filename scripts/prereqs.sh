@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Everything `npm test` and `npm start` need beyond node_modules, installed idempotently:
+# Debian packages (OpenSSH server for the SSH tests), the Go-built control plane
+# (kube-apiserver + etcd, cached per version), and the compiled TypeScript.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "[prereqs] installing Debian packages: ${need_apt[*]}" >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
+  else
+    echo "[prereqs] missing Debian packages: ${need_apt[*]} (install them with sudo apt-get install)" >&2
+    exit 1
+  fi
+fi
+
+bash test/control-plane/build.sh >/dev/null
+npm run --silent build

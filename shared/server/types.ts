@@ -1,0 +1,50 @@
+import type { CloudEvent } from 'cloudevents';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { z } from 'zod';
+import type { Logger } from '../log.js';
+
+/**
+ * What a handler gets besides the event. Mirrors faas-js-runtime's Context (log, ...) and
+ * adds the project's needs: Kubernetes access, validated config, and a way to send events
+ * that are not the reply (the sweep re-drives many resources from one ping).
+ */
+export interface FunctionContext<Config = unknown> {
+  /** Logger already bound to the event id/type, subject and trace id. */
+  log: Logger;
+  /** Kubernetes access: from KUBECONFIG / in-cluster config, or injected by tests and the local stack. */
+  kubeConfig: KubeConfig;
+  /** The function's config, parsed from env by its zod schema. */
+  config: Config;
+  /**
+   * Sends an extra event to the broker (K_SINK / BROKER_URL). Only the sweep uses it;
+   * normal chaining is by reply. Rejects when no sink is configured.
+   */
+  send(event: CloudEvent): Promise<void>;
+  /** W3C traceparent of the incoming event, if any (the server continues the trace). */
+  traceparent?: string;
+}
+
+/** The result of a handler: a CloudEvent (sent back as the reply, HTTP 200) or nothing (HTTP 204). */
+export type HandlerResult = CloudEvent<unknown> | undefined | void;
+
+export type Handler<Config = unknown> = (
+  context: FunctionContext<Config>,
+  event: CloudEvent<unknown>,
+) => Promise<HandlerResult>;
+
+/**
+ * Everything the function server needs to run one function. Each functions/<name>/index.ts
+ * exports `handle` (the func convention) and `definition` (this).
+ */
+export interface FunctionDefinition<Config = unknown> {
+  /** Function name, e.g. host-lookup. Used in logs, metrics, event source. */
+  name: string;
+  /**
+   * Accepted event types, each with the zod schema its `data` must satisfy.
+   * Anything else is answered 400 (a Trigger should not have sent it).
+   */
+  accepts: Record<string, z.ZodType>;
+  /** Schema of the function's env config. */
+  configSchema: z.ZodType<Config>;
+  handle: Handler<Config>;
+}
