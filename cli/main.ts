@@ -6,7 +6,13 @@ import { devCommand } from './commands/dev.js';
 import { sendCommand } from './commands/send.js';
 import { demoCommand } from './commands/demo.js';
 
-export const commands: CliCommand[] = [renderCommand, controlPlaneCommand, devCommand, sendCommand, demoCommand];
+export const commands: CliCommand[] = [
+  renderCommand,
+  controlPlaneCommand,
+  devCommand,
+  sendCommand,
+  demoCommand,
+];
 
 export function topLevelUsage(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

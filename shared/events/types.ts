@@ -31,7 +31,8 @@ export const eventSource = (functionName: string) => `/bpa-functions/${functionN
 /** `subject` of chain events. */
 export const provisioningSubject = (namespace: string, name: string) =>
   `namespaces/${namespace}/provisionings/${name}`;
-export const softwareSubject = (namespace: string, name: string) => `namespaces/${namespace}/softwares/${name}`;
+export const softwareSubject = (namespace: string, name: string) =>
+  `namespaces/${namespace}/softwares/${name}`;
 
 /** Identifies the resource generation an event is about; handlers use it for idempotency. */
 export const resourceRefSchema = z.object({

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 
 /** A normalised MAC address: lower case, `:` separated. */
-export const normalisedMacSchema = z.string().regex(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/, 'a normalised MAC address');
+export const normalisedMacSchema = z
+  .string()
+  .regex(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/, 'a normalised MAC address');
 
 export const nodeRoleSchema = z.enum(['master', 'worker']);
 export type NodeRole = z.infer<typeof nodeRoleSchema>;
