@@ -1,0 +1,103 @@
+import { BpaError } from '../errors.js';
+import type { BareMetalHost } from '../schemas/bare-metal-host.js';
+import type { ClusterType, IpSource, ResolvedNode } from '../schemas/node.js';
+import type { Pod } from '../schemas/pod.js';
+import type { Provisioning } from '../schemas/provisioning.js';
+import { clusterTypeOf } from './cluster-type.js';
+import { indexHostsByMac, type HostMacEntry } from './host-index.js';
+import type { LeaseIndex } from './leases.js';
+import { planNodes, type NodePlan } from './node-plan.js';
+import { indexVirtletVmsByMac, type VirtletVm } from './pod-index.js';
+
+/** Where bare-metal IPs may come from, in the order they are tried. */
+export type IpSourceName = 'leases' | 'nics';
+
+/** A Provisioning's nodes with their IPs, in inventory order; the unit the renderers take. */
+export interface ResolvedCluster {
+  cluster: string;
+  clusterType: ClusterType;
+  nodes: ResolvedNode[];
+  /** Worker labels in the order of the workers list (`[kube-node]` order). */
+  workerOrder: string[];
+}
+
+export interface ResolutionInput {
+  /** BareMetalHosts (bare-metal path). */
+  hosts?: readonly BareMetalHost[];
+  /** A parsed DHCP lease file, when one is configured. */
+  leases?: LeaseIndex;
+  /** Pods (Virtlet path). */
+  pods?: readonly Pod[];
+  /** IP sources in order. Default: `leases` when a lease file is given, then `nics`. */
+  ipSources?: readonly IpSourceName[];
+}
+
+/** Resolves every node of a Provisioning (contract section 3). Throws BpaError on the first failure. */
+export function resolveCluster(provisioning: Provisioning, input: ResolutionInput): ResolvedCluster {
+  const cluster = provisioning.metadata.labels.cluster;
+  const clusterType = clusterTypeOf(provisioning);
+  const plan = planNodes(provisioning.spec);
+  const nodes =
+    clusterType === 'virtlet-vm'
+      ? resolveVirtletNodes(plan, indexVirtletVmsByMac(input.pods ?? []))
+      : resolveBareMetalNodes(plan, indexHostsByMac(input.hosts ?? []), input.leases, input.ipSources);
+  return { cluster, clusterType, nodes, workerOrder: plan.workerOrder };
+}
+
+export function resolveBareMetalNodes(
+  plan: NodePlan,
+  hostsByMac: ReadonlyMap<string, HostMacEntry>,
+  leases?: LeaseIndex,
+  ipSources?: readonly IpSourceName[],
+): ResolvedNode[] {
+  const order = ipSources ?? (leases ? ['leases', 'nics'] : ['nics']);
+  return plan.nodes.map(({ label, mac, roles }) => {
+    const host = hostsByMac.get(mac);
+    if (!host)
+      throw new BpaError('HostNotFound', `Host with MAC Address ${mac} not found`, 'resolution', {
+        node: label,
+        macAddress: mac,
+      });
+    for (const source of order) {
+      const found = ipFrom(source, mac, host, leases);
+      if (found) return { label, roles: [...roles], mac, ip: found.ip, source: found.source };
+    }
+    throw new BpaError(
+      'IpAddressNotFound',
+      `IP address not found for host with MAC address ${mac}`,
+      'resolution',
+      { node: label, macAddress: mac, host: host.host, sources: [...order] },
+    );
+  });
+}
+
+function ipFrom(
+  source: IpSourceName,
+  mac: string,
+  host: HostMacEntry,
+  leases: LeaseIndex | undefined,
+): { ip: string; source: IpSource } | undefined {
+  if (source === 'leases') {
+    const ip = leases?.byMac.get(mac);
+    return ip ? { ip, source: 'dhcp-leases' } : undefined;
+  }
+  return host.nicIp ? { ip: host.nicIp, source: 'host-nics' } : undefined;
+}
+
+export function resolveVirtletNodes(
+  plan: NodePlan,
+  vmsByMac: ReadonlyMap<string, VirtletVm>,
+): ResolvedNode[] {
+  return plan.nodes.map(({ label, mac, roles }) => {
+    const vm = vmsByMac.get(mac);
+    const ip = vm?.ip;
+    if (!ip)
+      throw new BpaError(
+        vm ? 'IpAddressNotFound' : 'VmNotFound',
+        `IP address not found for VM with MAC address ${mac}`,
+        'resolution',
+        { node: label, macAddress: mac },
+      );
+    return { label, roles: [...roles], mac, ip, source: 'virtlet-pod' };
+  });
+}

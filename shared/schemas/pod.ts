@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { objectMetaSchema } from './kube.js';
+
+/** Virtlet VM pods carry this annotation. */
+export const virtletRuntimeAnnotation = 'kubernetes.io/target-runtime';
+export const virtletRuntime = 'virtlet.cloud';
+/** Multus network status, current and older annotation names (current first). */
+export const networkStatusAnnotations = [
+  'k8s.v1.cni.cncf.io/network-status',
+  'k8s.v1.cni.cncf.io/networks-status',
+] as const;
+
+/** The parts of a Pod the Virtlet path reads. */
+export const podSchema = z
+  .object({
+    apiVersion: z.string().optional(),
+    kind: z.literal('Pod').optional(),
+    metadata: objectMetaSchema,
+    status: z.object({ phase: z.string().optional(), podIP: z.string().nullish() }).loose().nullish(),
+  })
+  .loose();
+export type Pod = z.infer<typeof podSchema>;
+
+/** One entry of the Multus network status annotation (a JSON array of these). */
+export const networkStatusEntrySchema = z
+  .object({
+    name: z.string().optional(),
+    interface: z.string().optional(),
+    ips: z.array(z.string()).nullish(),
+    mac: z.string().optional(),
+    default: z.boolean().optional(),
+  })
+  .loose();
+export const networkStatusSchema = z.array(networkStatusEntrySchema);
+export type NetworkStatusEntry = z.infer<typeof networkStatusEntrySchema>;

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { conditionSchema, dns1123LabelPattern, objectMetaSchema } from './kube.js';
+import { resolvedNodeSchema } from './node.js';
+
+export const provisioningApiVersion = 'bpa.akraino.org/v1alpha1';
+export const provisioningKind = 'Provisioning';
+
+/** Label values selecting the Virtlet VM path; anything else is bare metal. */
+export const virtletClusterType = 'virtlet-vm';
+
+/** Cluster names are DNS-1123 labels of at most 59 characters, so that `kud-<cluster>` is a valid name. */
+export const clusterNameSchema = z
+  .string()
+  .max(59, 'must be at most 59 characters (kud-<cluster> must be a valid Job name)')
+  .regex(dns1123LabelPattern, 'must be a DNS-1123 label (lower-case letters, digits and "-")');
+
+/**
+ * Node labels become inventory host names and ConfigMap keys (`MASTER_<label>`), so they are
+ * limited to characters that are safe in both.
+ */
+export const nodeLabelPattern = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
+
+const ignoredNumberOrString = z.union([z.number(), z.string()]).optional();
+
+/** `mac-address` is read as text; its format is checked during resolution so the error names the node. */
+const macAddressField = z.string().nullish();
+
+export const masterNodeSchema = z
+  .object({ 'mac-address': macAddressField, cpu: ignoredNumberOrString, memory: ignoredNumberOrString })
+  .loose();
+export type MasterNode = z.infer<typeof masterNodeSchema>;
+
+export const workerNodeSchema = z
+  .object({
+    'mac-address': macAddressField,
+    cpu: ignoredNumberOrString,
+    memory: ignoredNumberOrString,
+    sriov: z.boolean().optional(),
+    qat: z.boolean().optional(),
+  })
+  .loose();
+export type WorkerNode = z.infer<typeof workerNodeSchema>;
+
+/** A list item `{<node-label>: {...}}`: exactly one key, a valid label. */
+function oneKeyNodeMap<T extends z.ZodType>(value: T) {
+  return z.record(z.string(), value.nullable()).superRefine((entry, ctx) => {
+    const labels = Object.keys(entry);
+    if (labels.length !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a map with exactly one node label (found ${labels.length === 0 ? 'none' : labels.join(', ')})`,
+      });
+      return;
+    }
+    const [label] = labels as [string];
+    if (!nodeLabelPattern.test(label))
+      ctx.addIssue({
+        code: 'custom',
+        message: `node label ${JSON.stringify(label)} is not valid: use letters, digits, "-", "_" or "." (at most 63 characters, starting and ending with a letter or digit)`,
+      });
+  });
+}
+
+export const masterEntrySchema = oneKeyNodeMap(masterNodeSchema);
+export const workerEntrySchema = oneKeyNodeMap(workerNodeSchema);
+export type MasterEntry = z.infer<typeof masterEntrySchema>;
+export type WorkerEntry = z.infer<typeof workerEntrySchema>;
+
+/** Installer plugin names end up in a shell command line: plain words only. */
+export const kudPluginSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be a plugin name (letters, digits, ".", "_" or "-")');
+
+export const podSubnetSchema = z
+  .string()
+  .refine(
+    (value) => z.cidrv4().safeParse(value).success || z.cidrv6().safeParse(value).success,
+    'must be a CIDR such as 10.244.64.0/18',
+  );
+
+export const provisioningSpecSchema = z
+  .object({
+    masters: z.array(masterEntrySchema).nullish(),
+    workers: z.array(workerEntrySchema).nullish(),
+    KUDPlugins: z.array(kudPluginSchema).nullish(),
+    PodSubnet: podSubnetSchema.nullish(),
+  })
+  .loose();
+export type ProvisioningSpec = z.infer<typeof provisioningSpecSchema>;
+
+export const provisioningStatusSchema = z
+  .object({
+    conditions: z.array(conditionSchema).optional(),
+    nodes: z.array(resolvedNodeSchema).optional(),
+    jobName: z.string().optional(),
+  })
+  .loose();
+export type ProvisioningStatus = z.infer<typeof provisioningStatusSchema>;
+
+export const provisioningSchema = z.object({
+  apiVersion: z.literal(provisioningApiVersion),
+  kind: z.literal(provisioningKind),
+  metadata: objectMetaSchema.extend({
+    labels: z
+      .object({ cluster: clusterNameSchema, 'cluster-type': z.string().optional() })
+      .catchall(z.string()),
+  }),
+  spec: provisioningSpecSchema,
+  status: provisioningStatusSchema.optional(),
+});
+export type Provisioning = z.infer<typeof provisioningSchema>;
