@@ -1,0 +1,145 @@
+import { z } from 'zod';
+import type { Logger } from '../../../shared/log.js';
+import { silentLogger } from '../../../shared/log.js';
+import type { NodeRole } from '../../../shared/schemas/node.js';
+import { buildInstallCommand, packageSpecsFromItems } from './command.js';
+import type { PackageSpec } from './command.js';
+import { defaultConcurrency, runWithConcurrency } from './fanout.js';
+import { sha256FingerprintSchema } from './host-key-policy.js';
+import type { HostKeyPolicy } from './host-key-policy.js';
+import { runSshCommand } from './session.js';
+import type { SshCommandResult } from './session.js';
+
+/** The packages a node gets: masterSoftware if master, then workerSoftware if worker, in one list. */
+export function packagesForRoles(
+  roles: readonly NodeRole[],
+  software: { masterSoftware?: readonly unknown[]; workerSoftware?: readonly unknown[] },
+): PackageSpec[] {
+  return [
+    ...(roles.includes('master') ? packageSpecsFromItems(software.masterSoftware ?? []) : []),
+    ...(roles.includes('worker') ? packageSpecsFromItems(software.workerSoftware ?? []) : []),
+  ];
+}
+
+export interface HostInstallTarget {
+  /** Node label, for status and messages. */
+  node: string;
+  ip: string;
+  packages: readonly PackageSpec[];
+}
+
+export interface PlannedHostInstall {
+  node: string;
+  ip: string;
+  command: string;
+}
+
+/**
+ * Validates every package of every host and renders each command, before anything connects.
+ * Throws BpaError (invalid) on the first bad word. Hosts without packages get no session.
+ */
+export function planInstall(hosts: readonly HostInstallTarget[], username: string): PlannedHostInstall[] {
+  return hosts
+    .filter((host) => host.packages.length > 0)
+    .map((host) => ({
+      node: host.node,
+      ip: host.ip,
+      command: buildInstallCommand({ packages: host.packages, username }),
+    }));
+}
+
+/**
+ * Host keys for a whole run: one known_hosts text for every host, or trust-on-first-use with the
+ * fingerprints already recorded in status (by IP); a host with none recorded is trusted once.
+ */
+export const hostKeyVerificationSchema = z.discriminatedUnion('mode', [
+  z.object({ mode: z.literal('known-hosts'), knownHosts: z.string() }),
+  z.object({
+    mode: z.literal('trust-on-first-use'),
+    fingerprints: z.record(z.string(), sha256FingerprintSchema).default({}),
+  }),
+]);
+export type HostKeyVerification = z.input<typeof hostKeyVerificationSchema>;
+
+export function policyForHost(verification: HostKeyVerification, ip: string): HostKeyPolicy {
+  if (verification.mode === 'known-hosts') return verification;
+  const expectedFingerprint = verification.fingerprints?.[ip];
+  return expectedFingerprint === undefined
+    ? { mode: 'trust-on-first-use' }
+    : { mode: 'trust-on-first-use', expectedFingerprint };
+}
+
+export interface InstallRunOptions {
+  hosts: readonly PlannedHostInstall[];
+  port: number;
+  username: string;
+  privateKey: string | Buffer;
+  hostKeys: HostKeyVerification;
+  connectTimeoutMs: number;
+  commandTimeoutMs: number;
+  /** Hosts worked on at once. Default 10. */
+  concurrency?: number;
+  logger?: Logger;
+}
+
+export type HostInstallResult = PlannedHostInstall &
+  SshCommandResult & {
+    /** ISO time the session started. */
+    startedAt: string;
+  };
+
+/**
+ * Runs the planned commands over SSH, hosts in parallel up to the limit, results in the order
+ * of `hosts`. One host failing (down, hanging, wrong key, non-zero exit) fails only itself.
+ */
+export async function runInstall(options: InstallRunOptions): Promise<HostInstallResult[]> {
+  const logger = options.logger ?? silentLogger;
+  const settled = await runWithConcurrency(
+    options.hosts,
+    async (host): Promise<HostInstallResult> => {
+      const startedAt = new Date().toISOString();
+      const log = logger.child({ node: host.node, ip: host.ip });
+      log.info('ssh install starting', { port: options.port, username: options.username });
+      const result = await runSshCommand(
+        {
+          host: host.ip,
+          port: options.port,
+          username: options.username,
+          privateKey: options.privateKey,
+          hostKeyPolicy: policyForHost(options.hostKeys, host.ip),
+          connectTimeoutMs: options.connectTimeoutMs,
+          commandTimeoutMs: options.commandTimeoutMs,
+        },
+        host.command,
+      );
+      const fields = {
+        exitCode: result.exitCode,
+        durationMs: Math.round(result.durationMs),
+        hostKeyFingerprint: result.hostKeyFingerprint,
+      };
+      if (result.error)
+        log.warn('ssh install failed', {
+          ...fields,
+          reason: result.error.reason,
+          message: result.error.message,
+        });
+      else log.info('ssh install finished', fields);
+      return { ...host, ...result, startedAt };
+    },
+    options.concurrency ?? defaultConcurrency,
+  );
+  // runSshCommand never rejects; a rejection here is a bug, still reported per host.
+  return settled.map((outcome, index) => {
+    const host = options.hosts[index] as PlannedHostInstall;
+    if (outcome.status === 'fulfilled') return outcome.value;
+    return {
+      ...host,
+      exitCode: null,
+      error: { reason: 'SessionClosed', message: `Internal error on ${host.ip}: ${String(outcome.reason)}` },
+      stdoutTail: [],
+      stderrTail: [],
+      durationMs: 0,
+      startedAt: new Date().toISOString(),
+    };
+  });
+}
