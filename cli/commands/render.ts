@@ -1,12 +1,157 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { BpaError } from '../../shared/errors.js';
+import { parseObjects, parseSingleObject, validateObjects } from '../../shared/core/documents.js';
+import { parseLeases } from '../../shared/core/leases.js';
+import { renderCluster, type RenderedCluster } from '../../shared/core/render.js';
+import type { KudJobOptions } from '../../shared/core/kud-job.js';
+import { bareMetalHostSchema } from '../../shared/schemas/bare-metal-host.js';
+import { podSchema } from '../../shared/schemas/pod.js';
+import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import type { CliCommand } from '../command.js';
+import { UsageError } from '../command.js';
 
-// PLACEHOLDER: replaced by the issue that owns `bpa render`.
+const usage = `Usage: bpa render --provisioning FILE [--hosts FILE] [--leases FILE] [--pods FILE] [--output ini|json]
+
+Dry run: resolve a Provisioning's nodes and print what would be installed, without a cluster.
+
+Options:
+  --provisioning FILE  the Provisioning (YAML or JSON, one object)
+  --hosts FILE         BareMetalHosts: multi-document YAML, a List/BareMetalHostList, or a JSON array
+  --leases FILE        a DHCP lease file, ISC dhcpd.leases or dnsmasq (detected); tried before the
+                       hosts' inspected NICs
+  --pods FILE          Pods, for a Provisioning labelled cluster-type: virtlet-vm (same forms as --hosts)
+  --output ini|json    ini (default): the hosts.ini text; json: cluster, clusterType, nodes,
+                       inventory, job and clusterConfigMap
+  -h, --help           show this help
+
+Exit status: 0 rendered; 1 resolution failed (the reason on stderr, one line);
+2 bad options or an unreadable or invalid file.
+`;
+
+/** A named input text: the name appears in every message about it. */
+export interface InputText {
+  name: string;
+  text: string;
+}
+
+export interface RenderInputs {
+  provisioning: InputText;
+  hosts?: InputText;
+  leases?: InputText;
+  pods?: InputText;
+}
+
+/**
+ * Parse, resolve and render from the files' contents: no I/O, usable by any command.
+ * A file that cannot be parsed or validated throws UsageError naming the file (exit 2);
+ * a resolution failure throws the BpaError with the contract's message (exit 1).
+ */
+export function renderFromContents(inputs: RenderInputs, jobOptions: KudJobOptions = {}): RenderedCluster {
+  const provisioning = fromFile(inputs.provisioning, (text) =>
+    parseSingleObject(text, provisioningSchema, 'Provisioning'),
+  );
+  const hosts =
+    inputs.hosts &&
+    fromFile(inputs.hosts, (text) => validateObjects(parseObjects(text), bareMetalHostSchema));
+  const pods = inputs.pods && fromFile(inputs.pods, (text) => validateObjects(parseObjects(text), podSchema));
+  const leases = inputs.leases && fromFile(inputs.leases, (text) => parseLeases(text));
+  return renderCluster(
+    provisioning,
+    { ...(hosts && { hosts }), ...(pods && { pods }), ...(leases && { leases }) },
+    jobOptions,
+  );
+}
+
+function fromFile<T>(input: InputText, parse: (text: string) => T): T {
+  try {
+    return parse(input.text);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new UsageError(`${input.name}: ${message}`);
+  }
+}
+
+/** The JSON form of a render: the keys `bpa render --output json` promises. */
+export function renderJson(rendered: RenderedCluster): string {
+  const { cluster, clusterType, nodes, inventory, job, clusterConfigMap } = rendered;
+  return JSON.stringify({ cluster, clusterType, nodes, inventory, job, clusterConfigMap }, null, 2) + '\n';
+}
+
+function parseRenderArgs(argv: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        provisioning: { type: 'string' },
+        hosts: { type: 'string' },
+        leases: { type: 'string' },
+        pods: { type: 'string' },
+        output: { type: 'string', default: 'ini' },
+      },
+    });
+  } catch (error) {
+    throw new UsageError(`${error instanceof Error ? error.message : String(error)}\n\n${usage}`);
+  }
+  const { values } = parsed;
+  if (!values.provisioning) throw new UsageError(`--provisioning FILE is required\n\n${usage}`);
+  if (values.output !== 'ini' && values.output !== 'json')
+    throw new UsageError(`--output must be ini or json, not ${JSON.stringify(values.output)}`);
+  return { ...values, provisioning: values.provisioning, output: values.output };
+}
+
+async function readInput(path: string | undefined): Promise<InputText | undefined> {
+  if (path === undefined) return undefined;
+  try {
+    return { name: path, text: await readFile(path, 'utf8') };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT'
+        ? 'no such file'
+        : code === 'EISDIR'
+          ? 'is a directory'
+          : code === 'EACCES'
+            ? 'permission denied'
+            : error instanceof Error
+              ? error.message
+              : String(error);
+    throw new UsageError(`cannot read ${path}: ${why}`);
+  }
+}
+
 export const renderCommand: CliCommand = {
   name: 'render',
-  summary: 'not implemented yet',
-  usage: 'Usage: bpa render\n',
-  run: async (_argv, io) => {
-    io.stderr('bpa render: not implemented yet\n');
-    return 1;
+  summary: 'dry run: print the inventory (and Job, ConfigMap) a Provisioning would produce',
+  usage,
+  run: async (argv, io) => {
+    const options = parseRenderArgs(argv);
+    const [provisioning, hosts, leases, pods] = await Promise.all([
+      readInput(options.provisioning),
+      readInput(options.hosts),
+      readInput(options.leases),
+      readInput(options.pods),
+    ]);
+    let rendered: RenderedCluster;
+    try {
+      rendered = renderFromContents({
+        provisioning: provisioning!,
+        ...(hosts && { hosts }),
+        ...(leases && { leases }),
+        ...(pods && { pods }),
+      });
+    } catch (error) {
+      if (error instanceof BpaError) {
+        // Exactly the contract's message, one line, nothing else.
+        io.stderr(`${error.message}\n`);
+        return 1;
+      }
+      throw error;
+    }
+    io.stdout(options.output === 'json' ? renderJson(rendered) : rendered.inventory);
+    return 0;
   },
 };
