@@ -1,0 +1,384 @@
+/**
+ * Real OpenSSH servers for tests and benchmarks: one `sshd -D` per host address 127.0.0.N
+ * (N from 2 upward) on one shared port, so each simulated node has its own IP as in a real
+ * cluster. Each host has its own ed25519 host key and config, and a ForceCommand recorder that
+ * writes the exact `$SSH_ORIGINAL_COMMAND` of every session to a file, then behaves as told
+ * (succeed, fail with a code and stderr, hang, or take a second), instead of running apt.
+ *
+ * Needs root (sshd privilege separation) and Debian's openssh-server (scripts/prereqs.sh).
+ * Only async child processes here: a blocking `ssh` call would freeze an ssh2 Server in the
+ * same process.
+ */
+import { execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { readdirSync, readFileSync, openSync, closeSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { shellQuote } from '../../functions/software-install/ssh/command.js';
+
+const run = promisify(execFile);
+const sshdPath = '/usr/sbin/sshd';
+
+export type SshHostBehaviour =
+  /** Print a little apt-like output and exit 0. */
+  | { kind: 'succeed' }
+  /** Print `stderr` on stderr and exit with `exitCode`. */
+  | { kind: 'fail'; exitCode: number; stderr: string }
+  /** Accept the session and never answer within `seconds` (a hung host). */
+  | { kind: 'hang'; seconds: number }
+  /** Sleep `seconds`, then exit 0 (the fan-out benchmark's one-second command). */
+  | { kind: 'slow'; seconds: number };
+
+/** Default login user of the test hosts (not root: see StartSshHostsOptions.username). */
+export const testSshUser = 'bpa-ssh-test';
+
+export interface SshTestHost {
+  /** 127.0.0.N */
+  ip: string;
+  port: number;
+  /** Current host key, as `ssh-keygen -lf` prints it: `SHA256:...`. */
+  hostKeyFingerprint: string;
+  /** `[ip]:port ssh-ed25519 AAAA...` for a known_hosts text. */
+  knownHostsLine: string;
+  /** Every command sessions asked for, oldest first, exactly as sshd received it. */
+  commands(): string[];
+}
+
+export interface SshHosts {
+  hosts: SshTestHost[];
+  port: number;
+  /** The user the keys are authorised for. */
+  username: string;
+  privateKey: string;
+  publicKey: string;
+  /** known_hosts text with every host's current key. */
+  knownHosts(): string;
+  setBehaviour(host: SshTestHost | string, behaviour: SshHostBehaviour): Promise<void>;
+  /** Stops a host's sshd: connections are then refused. */
+  stop(host: SshTestHost | string): Promise<void>;
+  restart(host: SshTestHost | string): Promise<void>;
+  /** A new host key, as after a reinstall; the host is restarted with it. */
+  changeHostKey(host: SshTestHost | string): Promise<void>;
+  stopAll(): Promise<void>;
+}
+
+export interface StartSshHostsOptions {
+  count: number;
+  /** Per host, by position; missing ones succeed. */
+  behaviours?: SshHostBehaviour[];
+  /** First N of 127.0.0.N. Default 2. */
+  firstAddress?: number;
+  /**
+   * The login user. Default: `testSshUser`, created if missing with /bin/sh as its shell, because
+   * root's bash here sources a slow .bashrc (seconds per session). Pass 'root' to test root.
+   */
+  username?: string;
+}
+
+interface HostState {
+  host: SshTestHost;
+  index: number;
+  dir: string;
+  process?: ChildProcess;
+}
+
+export async function startSshHosts(options: StartSshHostsOptions): Promise<SshHosts> {
+  if (process.getuid?.() !== 0) throw new Error('startSshHosts needs root: sshd must run as root');
+  const username = options.username ?? testSshUser;
+  if (username !== 'root') await ensureTestUser(username);
+  await mkdir('/run/sshd', { recursive: true });
+
+  const root = await mkdtemp(join(tmpdir(), 'bpa-sshd-'));
+  // Non-root sessions read authorized_keys and write their records here.
+  await chmod(root, 0o755);
+  await run('ssh-keygen', [
+    '-q',
+    '-t',
+    'ed25519',
+    '-N',
+    '',
+    '-C',
+    'bpa-test-client',
+    '-f',
+    join(root, 'client_key'),
+  ]);
+  const privateKey = await readFile(join(root, 'client_key'), 'utf8');
+  const publicKey = (await readFile(join(root, 'client_key.pub'), 'utf8')).trim();
+  await writeFile(join(root, 'authorized_keys'), publicKey + '\n', { mode: 0o644 });
+  await writeFile(join(root, 'recorder.sh'), recorderScript, { mode: 0o755 });
+
+  const firstAddress = options.firstAddress ?? 2;
+  const states: HostState[] = [];
+  for (let i = 0; i < options.count; i++) {
+    const index = firstAddress + i;
+    const dir = join(root, 'hosts', String(index));
+    await mkdir(join(dir, 'commands'), { recursive: true });
+    await mkdir(join(dir, 'pids'), { recursive: true });
+    await chmod(join(dir, 'commands'), 0o777);
+    await chmod(join(dir, 'pids'), 0o777);
+    const state: HostState = {
+      index,
+      dir,
+      host: {
+        ip: `127.0.0.${index}`,
+        port: 0,
+        hostKeyFingerprint: '',
+        knownHostsLine: '',
+        commands: () => readCommands(join(dir, 'commands')),
+      },
+    };
+    await writeBehaviour(state, options.behaviours?.[i] ?? { kind: 'succeed' });
+    await newHostKey(state);
+    states.push(state);
+  }
+
+  const byHost = (host: SshTestHost | string) => {
+    const ip = typeof host === 'string' ? host : host.ip;
+    const state = states.find((s) => s.host.ip === ip);
+    if (!state) throw new Error(`no test SSH host ${ip}`);
+    return state;
+  };
+
+  // A port free on every address; retried when another process takes it before sshd binds.
+  let port = 0;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePortOnAll(states.map((s) => s.host.ip));
+    const started = await Promise.all(states.map((s) => startSshd(s, root, port, username)));
+    if (started.every(Boolean)) break;
+    await Promise.all(states.map(stopSshd));
+    if (attempt === 5) {
+      const logs = await Promise.all(
+        states.map((s) => readFile(join(s.dir, 'sshd.log'), 'utf8').catch(() => '')),
+      );
+      throw new Error(`sshd did not start on port ${port}:\n${logs.join('\n')}`);
+    }
+  }
+
+  return {
+    hosts: states.map((s) => s.host),
+    port,
+    username,
+    privateKey,
+    publicKey,
+    knownHosts: () => states.map((s) => s.host.knownHostsLine).join('\n') + '\n',
+    setBehaviour: (host, behaviour) => writeBehaviour(byHost(host), behaviour),
+    stop: (host) => stopSshd(byHost(host)),
+    restart: async (host) => {
+      const state = byHost(host);
+      await stopSshd(state);
+      if (!(await startSshd(state, root, port, username)))
+        throw new Error(`sshd for ${state.host.ip} did not restart`);
+    },
+    changeHostKey: async (host) => {
+      const state = byHost(host);
+      await stopSshd(state);
+      await newHostKey(state);
+      if (!(await startSshd(state, root, port, username)))
+        throw new Error(`sshd for ${state.host.ip} did not restart`);
+    },
+    stopAll: async () => {
+      await Promise.all(states.map(stopSshd));
+      await Promise.all(states.map(killLeftoverSessions));
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * ForceCommand: `recorder.sh <host dir>`. One file per session, named so that a plain sort is
+ * the order of arrival; written completely (tmp + mv) before the behaviour runs, so the record
+ * exists by the time a client sees the exit status.
+ */
+const recorderScript = `#!/bin/sh
+host_dir=$1
+record="$host_dir/commands/$(date +%s%N).$$"
+printf '%s' "$SSH_ORIGINAL_COMMAND" > "$record.tmp" && mv "$record.tmp" "$record.cmd"
+. "$host_dir/behaviour.sh"
+`;
+
+function behaviourScript(behaviour: SshHostBehaviour): string {
+  switch (behaviour.kind) {
+    case 'succeed':
+      return "printf 'Reading package lists...\\nSetting up packages (recorded, not installed)\\n'\nexit 0\n";
+    case 'fail':
+      return `printf '%s\\n' ${shellQuote(behaviour.stderr)} >&2\nexit ${Math.trunc(behaviour.exitCode)}\n`;
+    case 'hang':
+      // The pid file lets stopAll end sessions whose client has long gone.
+      return `echo $$ > "$host_dir/pids/$$"\nexec sleep ${Math.trunc(behaviour.seconds)}\n`;
+    case 'slow':
+      return `sleep ${behaviour.seconds}\nexit 0\n`;
+  }
+}
+
+async function writeBehaviour(state: HostState, behaviour: SshHostBehaviour): Promise<void> {
+  const path = join(state.dir, 'behaviour.sh');
+  await writeFile(path + '.tmp', behaviourScript(behaviour), { mode: 0o644 });
+  await run('mv', ['-f', path + '.tmp', path]);
+}
+
+function readCommands(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.cmd'))
+    .sort()
+    .map((name) => readFileSync(join(dir, name), 'utf8'));
+}
+
+async function newHostKey(state: HostState): Promise<void> {
+  const keyPath = join(state.dir, 'host_ed25519_key');
+  await rm(keyPath, { force: true });
+  await rm(keyPath + '.pub', { force: true });
+  await run('ssh-keygen', [
+    '-q',
+    '-t',
+    'ed25519',
+    '-N',
+    '',
+    '-C',
+    `bpa-test-host-${state.index}`,
+    '-f',
+    keyPath,
+  ]);
+  const { stdout } = await run('ssh-keygen', ['-l', '-E', 'sha256', '-f', keyPath + '.pub']);
+  const fingerprint = stdout.split(' ')[1];
+  if (!fingerprint?.startsWith('SHA256:')) throw new Error(`unexpected ssh-keygen -l output: ${stdout}`);
+  state.host.hostKeyFingerprint = fingerprint;
+  const [type, blob] = (await readFile(keyPath + '.pub', 'utf8')).trim().split(' ');
+  state.host.knownHostsLine = `[${state.host.ip}]:${state.host.port} ${type} ${blob}`;
+}
+
+function sshdConfig(state: HostState, root: string, port: number, username: string): string {
+  return [
+    `ListenAddress ${state.host.ip}`,
+    `Port ${port}`,
+    `HostKey ${join(state.dir, 'host_ed25519_key')}`,
+    `PidFile ${join(state.dir, 'sshd.pid')}`,
+    `AuthorizedKeysFile ${join(root, 'authorized_keys')}`,
+    `AllowUsers ${username}`,
+    'AuthenticationMethods publickey',
+    'PubkeyAuthentication yes',
+    'PasswordAuthentication no',
+    'KbdInteractiveAuthentication no',
+    'UsePAM no',
+    'StrictModes no',
+    'PermitRootLogin prohibit-password',
+    'UseDNS no',
+    'PrintMotd no',
+    'PrintLastLog no',
+    'PermitTTY no',
+    'X11Forwarding no',
+    'AllowTcpForwarding no',
+    'AllowAgentForwarding no',
+    // The fan-out benchmark and load tests open many sessions at once.
+    'MaxStartups 200',
+    'MaxSessions 50',
+    'LogLevel VERBOSE',
+    `ForceCommand ${join(root, 'recorder.sh')} ${state.dir}`,
+    '',
+  ].join('\n');
+}
+
+/** Starts the host's sshd and waits until it greets; false when it could not bind or start. */
+async function startSshd(state: HostState, root: string, port: number, username: string): Promise<boolean> {
+  state.host.port = port;
+  state.host.knownHostsLine = state.host.knownHostsLine.replace(
+    /^\[[^\]]+\]:\d+ /,
+    `[${state.host.ip}]:${port} `,
+  );
+  const configPath = join(state.dir, 'sshd_config');
+  await writeFile(configPath, sshdConfig(state, root, port, username));
+  const log = openSync(join(state.dir, 'sshd.log'), 'a');
+  const child = spawn(sshdPath, ['-D', '-e', '-f', configPath], { stdio: ['ignore', log, log] });
+  closeSync(log);
+  state.process = child;
+  const exited = once(child, 'exit').then(() => false);
+  const deadline = Date.now() + 15000;
+  const greeted = (async () => {
+    while (Date.now() < deadline && child.exitCode === null && child.signalCode === null) {
+      if (await sshBanner(state.host.ip, port)) return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  })();
+  const ok = await Promise.race([exited, greeted]);
+  if (!ok) await stopSshd(state);
+  return ok;
+}
+
+async function stopSshd(state: HostState): Promise<void> {
+  const child = state.process;
+  state.process = undefined;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Sessions left sleeping by a `hang` behaviour (their sshd session processes go with them). */
+async function killLeftoverSessions(state: HostState): Promise<void> {
+  const pidsDir = join(state.dir, 'pids');
+  for (const name of await readdir(pidsDir).catch(() => [] as string[])) {
+    const pid = Number(name);
+    try {
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+      if (cmdline.startsWith('sleep')) process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/** True when an SSH server greets on ip:port. */
+function sshBanner(ip: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: ip, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(2000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('data', (data) => done(data.toString('latin1').startsWith('SSH-2.0-')));
+  });
+}
+
+function canBind(ip: string, port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(undefined));
+    server.listen({ host: ip, port, exclusive: true }, () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : undefined));
+    });
+  });
+}
+
+async function freePortOnAll(ips: readonly string[]): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = await canBind(ips[0] ?? '127.0.0.2', 0);
+    if (port === undefined) continue;
+    const free = await Promise.all(ips.slice(1).map((ip) => canBind(ip, port)));
+    if (free.every((p) => p === port)) return port;
+  }
+  throw new Error(`no port free on all of ${ips.join(', ')}`);
+}
+
+/** A login user for non-root tests: `/bin/sh`, unlocked for key auth with UsePAM no. */
+export async function ensureTestUser(name: string): Promise<void> {
+  const exists = await run('id', ['-u', name]).then(
+    () => true,
+    () => false,
+  );
+  if (!exists) {
+    // Exit code 9: another test process created it meanwhile.
+    await run('useradd', ['--create-home', '--shell', '/bin/sh', name]).catch((error: { code?: number }) => {
+      if (error.code !== 9) throw error;
+    });
+  }
+  await run('usermod', ['-p', '*', name]);
+}
