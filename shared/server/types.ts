@@ -2,6 +2,7 @@ import type { CloudEvent } from 'cloudevents';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import type { Logger } from '../log.js';
+import type { FunctionMetrics, MetricSpec } from '../telemetry/metrics.js';
 
 /**
  * What a handler gets besides the event. Mirrors faas-js-runtime's Context (log, ...) and
@@ -22,6 +23,12 @@ export interface FunctionContext<Config = unknown> {
   send(event: CloudEvent): Promise<void>;
   /** W3C traceparent of the incoming event, if any (the server continues the trace). */
   traceparent?: string;
+  /**
+   * The server's Prometheus metrics, for domain counters and histograms:
+   * `context.metrics?.counter(spec).inc(labels)` (see shared/telemetry/metrics.ts). Absent when
+   * a handler is called outside the server (unit tests), hence the `?.`.
+   */
+  metrics?: FunctionMetrics;
 }
 
 /** The result of a handler: a CloudEvent (sent back as the reply, HTTP 200) or nothing (HTTP 204). */
@@ -47,4 +54,9 @@ export interface FunctionDefinition<Config = unknown> {
   /** Schema of the function's env config. */
   configSchema: z.ZodType<Config>;
   handle: Handler<Config>;
+  /**
+   * Domain metrics the handler records, registered when the server starts so they are on
+   * /metrics before the first event (shared/telemetry/metrics.ts: counterSpec, histogramSpec).
+   */
+  metrics?: readonly MetricSpec[];
 }
