@@ -1,0 +1,204 @@
+import { EventEmitter } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import { createLogger, type Logger } from '../../shared/log.js';
+import { ConcurrencyLimiter } from './concurrency.js';
+import type { BrokerEvents, DeliveryRecord } from './delivery-record.js';
+import {
+  deliverToTrigger,
+  ttlExtension,
+  withoutAttribute,
+  type DispatcherDeps,
+  type IngestResult,
+} from './dispatcher.js';
+import type { BrokerEvent } from './event-codec.js';
+import { createAgents } from './http-sender.js';
+import { createIngressHandler } from './ingress.js';
+import { loadBrokerConfig, type RefResolver, type ResolvedBroker } from './load-config.js';
+import { createBrokerMetrics } from './metrics.js';
+import type { TraceContext } from './trace-context.js';
+
+/** Knative's broker ingress default (`MAX_TTL`). */
+export const defaultBrokerTtl = 255;
+
+export interface StartBrokerOptions {
+  /** Bind address; loopback unless told otherwise. */
+  host?: string;
+  /** 0 (default) picks a free port. */
+  port?: number;
+  /** Kubernetes objects as parsed from YAML; Brokers and Triggers are picked out. */
+  objects: readonly unknown[];
+  resolveRef: RefResolver;
+  defaultNamespace?: string;
+  log?: Logger;
+  /** Prometheus registry to register on; the broker makes its own otherwise. */
+  registry?: Registry;
+  /** Concurrent outbound requests (subscribers and dead-letter sinks). Default 128. */
+  maxConcurrency?: number;
+  /** How long `close()` waits for in-flight deliveries before aborting them. Default 5000 ms. */
+  drainTimeoutMs?: number;
+  onDelivery?: (record: DeliveryRecord) => void;
+}
+
+export interface RunningBroker {
+  /** `http://host:port`. */
+  url: string;
+  ingressUrl(namespace: string, name: string): string;
+  brokers: readonly ResolvedBroker[];
+  registry: Registry;
+  /** One `delivery` event per attempt outcome (see DeliveryRecord). */
+  on(event: 'delivery', listener: (record: DeliveryRecord) => void): void;
+  off(event: 'delivery', listener: (record: DeliveryRecord) => void): void;
+  /** Deliveries and retries still running. */
+  inFlight(): number;
+  /** Stops the ingress, waits (bounded) for in-flight deliveries, then aborts the rest. */
+  close(): Promise<void>;
+}
+
+/** TTL rules of `broker.TTLDefaulter`: absent or not an integer → default; else −1, floored at 0. */
+export function nextTtl(current: string | undefined): number {
+  if (current === undefined) return defaultBrokerTtl;
+  const parsed = Number(current.trim());
+  if (current.trim() === '' || !Number.isInteger(parsed)) return defaultBrokerTtl;
+  return Math.max(parsed - 1, 0);
+}
+
+/** Starts the embedded broker: Knative's MT-broker data plane, in memory, on one port. */
+export async function startBroker(options: StartBrokerOptions): Promise<RunningBroker> {
+  const log = options.log ?? createLogger({ base: { component: 'broker' } });
+  const brokers = await loadBrokerConfig(options.objects, {
+    resolveRef: options.resolveRef,
+    ...(options.defaultNamespace ? { defaultNamespace: options.defaultNamespace } : {}),
+    log,
+  });
+  const byKey = new Map(brokers.map((broker) => [`${broker.namespace}/${broker.name}`, broker]));
+  const metrics = createBrokerMetrics(options.registry);
+  const emitter = new EventEmitter<BrokerEvents>();
+  if (options.onDelivery) emitter.on('delivery', options.onDelivery);
+  const agents = createAgents();
+  const shutdown = new AbortController();
+  const inFlight = new Set<Promise<void>>();
+  let baseUrl = '';
+
+  const ingressUrl = (broker: { namespace: string; name: string }) =>
+    `${baseUrl}/${broker.namespace}/${broker.name}`;
+
+  const ingest = (broker: ResolvedBroker, incoming: BrokerEvent, trace: TraceContext): IngestResult => {
+    const ttl = nextTtl(incoming.attributes[ttlExtension]);
+    const event: BrokerEvent = {
+      ...incoming,
+      attributes: {
+        ...incoming.attributes,
+        knativearrivaltime: new Date().toISOString(),
+        [ttlExtension]: String(ttl),
+      },
+    };
+    const labels = {
+      kn_broker_namespace: broker.namespace,
+      kn_broker_name: broker.name,
+      cloudevents_type: event.attributes.type ?? '',
+    };
+    if (ttl <= 0) {
+      metrics.ingressEvents.inc({ ...labels, http_response_status_code: '400' });
+      log.info('event dropped: TTL exhausted', {
+        broker: `${broker.namespace}/${broker.name}`,
+        eventId: event.attributes.id,
+      });
+      return { status: 400, reason: 'TTL exhausted' };
+    }
+    metrics.ingressEvents.inc({ ...labels, http_response_status_code: '202' });
+    // Filters see the event as the subscriber would: without the TTL.
+    const filtered = withoutAttribute(event, ttlExtension);
+    for (const trigger of broker.triggers) {
+      if (trigger.filter(filtered) === 'fail') continue;
+      const delivery = deliverToTrigger(dispatcherDeps, broker, trigger, event, trace).catch(
+        (error: unknown) =>
+          log.error('delivery failed unexpectedly', { trigger: trigger.name, error: String(error) }),
+      );
+      inFlight.add(delivery);
+      void delivery.finally(() => inFlight.delete(delivery));
+    }
+    return { status: 202 };
+  };
+
+  const dispatcherDeps: DispatcherDeps = {
+    agents,
+    limiter: new ConcurrencyLimiter(options.maxConcurrency ?? 128),
+    metrics,
+    signal: shutdown.signal,
+    log,
+    emit: (record) => emitter.emit('delivery', record),
+    ingest,
+    ingressUrl,
+  };
+
+  const handler = createIngressHandler({
+    findBroker: (namespace, name) => byKey.get(`${namespace}/${name}`),
+    ingest,
+    registry: metrics.registry,
+    countRejected: (namespace, name, status) =>
+      metrics.ingressEvents.inc({
+        kn_broker_namespace: namespace,
+        kn_broker_name: name,
+        cloudevents_type: '',
+        http_response_status_code: String(status),
+      }),
+    log,
+  });
+  const server = http.createServer({ keepAliveTimeout: 65_000 }, (request, response) => {
+    handler(request, response).catch((error: unknown) => {
+      log.error('ingress handler failed', { error: String(error) });
+      if (!response.headersSent) response.writeHead(500);
+      response.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  baseUrl = `http://${host}:${address.port}`;
+  log.info('broker listening', {
+    url: baseUrl,
+    brokers: brokers.map((b) => `${b.namespace}/${b.name} (${b.triggers.length} triggers)`),
+  });
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const drainTimeout = options.drainTimeoutMs ?? 5000;
+      const deadline = Date.now() + drainTimeout;
+      while (inFlight.size > 0 && Date.now() < deadline) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          Promise.allSettled([...inFlight]),
+          new Promise((resolve) => (timer = setTimeout(resolve, Math.max(deadline - Date.now(), 0)))),
+        ]);
+        clearTimeout(timer);
+      }
+      if (inFlight.size > 0) log.warn('aborting in-flight deliveries', { count: inFlight.size });
+      shutdown.abort();
+      await Promise.allSettled([...inFlight]);
+      server.closeAllConnections();
+      agents.http.destroy();
+      agents.https.destroy();
+      await serverClosed;
+    })();
+    return closing;
+  };
+
+  return {
+    url: baseUrl,
+    ingressUrl: (namespace, name) => ingressUrl({ namespace, name }),
+    brokers,
+    registry: metrics.registry,
+    on: (_event, listener) => void emitter.on('delivery', listener),
+    off: (_event, listener) => void emitter.off('delivery', listener),
+    inFlight: () => inFlight.size,
+    close,
+  };
+}

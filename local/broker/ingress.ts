@@ -1,0 +1,102 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
+import { BpaError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/log.js';
+import type { IngestResult } from './dispatcher.js';
+import { decodeHttpEvent, type BrokerEvent } from './event-codec.js';
+import type { ResolvedBroker } from './load-config.js';
+import { traceContextFrom, type TraceContext } from './trace-context.js';
+
+/** Largest event body the ingress reads; larger requests get 413. */
+export const maxIngressBodyBytes = 10 * 1024 * 1024;
+
+export interface IngressDeps {
+  findBroker: (namespace: string, name: string) => ResolvedBroker | undefined;
+  ingest: (broker: ResolvedBroker, event: BrokerEvent, trace: TraceContext) => IngestResult;
+  registry: Registry;
+  countRejected: (namespace: string, name: string, status: number) => void;
+  log: Logger;
+}
+
+function readBody(request: IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    request.on('end', () => resolve(tooLarge ? 'too-large' : Buffer.concat(chunks)));
+    request.on('error', reject);
+  });
+}
+
+/**
+ * The broker ingress, in the order knative/eventing's `ingress_handler.go` checks things:
+ * OPTIONS → 200 (`Allow: POST, OPTIONS`); any other non-POST → 405; `/` → 404; a path that is not
+ * `/<namespace>/<broker>` → 400; unknown broker → 404; not a valid CloudEvent → 400; TTL
+ * exhausted → 400; else 202. `GET /metrics` serves Prometheus metrics on the same port.
+ */
+export function createIngressHandler(deps: IngressDeps) {
+  return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const requestUri = request.url ?? '/';
+    if (request.method === 'GET' && requestUri.split('?')[0] === '/metrics') {
+      response.writeHead(200, { 'content-type': deps.registry.contentType });
+      response.end(await deps.registry.metrics());
+      return;
+    }
+    response.setHeader('Allow', 'POST, OPTIONS');
+    if (request.method === 'OPTIONS') {
+      response.setHeader('WebHook-Allowed-Origin', '*');
+      response.setHeader('WebHook-Allowed-Rate', '*');
+      response.writeHead(200).end();
+      return;
+    }
+    if (request.method !== 'POST') {
+      request.resume();
+      response.writeHead(405).end();
+      return;
+    }
+    if (requestUri === '/') {
+      request.resume();
+      response.writeHead(404).end();
+      return;
+    }
+    const segments = (requestUri.endsWith('/') ? requestUri.slice(0, -1) : requestUri).split('/');
+    if (segments.length !== 3) {
+      request.resume();
+      response.writeHead(400).end();
+      return;
+    }
+    const [, namespace = '', name = ''] = segments;
+    const broker = deps.findBroker(namespace, name);
+    if (!broker) {
+      request.resume();
+      deps.countRejected(namespace, name, 404);
+      response.writeHead(404).end();
+      return;
+    }
+    const body = await readBody(request, maxIngressBodyBytes);
+    if (body === 'too-large') {
+      deps.countRejected(namespace, name, 413);
+      response.writeHead(413).end();
+      return;
+    }
+    let event: BrokerEvent;
+    try {
+      event = decodeHttpEvent(request.headers, body);
+    } catch (error) {
+      deps.log.info('ingress refused an invalid CloudEvent', {
+        broker: `${namespace}/${name}`,
+        reason: error instanceof BpaError ? error.message : String(error),
+      });
+      deps.countRejected(namespace, name, 400);
+      response.writeHead(400).end();
+      return;
+    }
+    const result = deps.ingest(broker, event, traceContextFrom(request.headers));
+    response.writeHead(result.status).end();
+  };
+}
