@@ -40,15 +40,24 @@ fi
 command -v go >/dev/null || { log "go is not installed: install Go or set KUBEBUILDER_ASSETS (see README)"; exit 1; }
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
 
+# Runs a build and records its wall time and peak memory (GNU time, when present) on stderr
+# and in <cache>/<name>.build.json, which the control-plane benchmark reports.
 timed() {
-  # Runs a build, reporting wall time and peak memory (GNU time when present).
   local name=$1; shift
-  local start=$SECONDS
+  local start=$SECONDS stats="$cache/$name.time"
   if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f "[control-plane] $name: %e s wall, %M KiB peak RSS" "$@"
+    /usr/bin/time -o "$stats" -f '%e %M' "$@"
   else
     "$@"
+    echo "$((SECONDS - start)) 0" >"$stats"
   fi
+  local wall rss
+  read -r wall rss <"$stats"
+  rm -f "$stats"
+  log "$name: ${wall} s wall, ${rss} KiB peak RSS"
+  printf '{"binary":"%s","wallSeconds":%s,"peakRssKiB":%s,"builtAt":"%s","goVersion":"%s","cores":%s}\n' \
+    "$name" "$wall" "$rss" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(go env GOVERSION)" "$(nproc)" \
+    >"$cache/$name.build.json"
   log "$name built in $((SECONDS - start)) s"
 }
 

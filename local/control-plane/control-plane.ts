@@ -1,0 +1,242 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { BpaError } from '../../shared/errors.js';
+import type { ControlPlaneBinaries } from './assets.js';
+import { locateBinaries } from './assets.js';
+import { writeCredentials } from './credentials.js';
+import type { CrdInput, InstalledCrd } from './crds.js';
+import { installCrds } from './crds.js';
+import { freeLoopbackPorts } from './free-port.js';
+import type { AdminAccess } from './kubeconfig.js';
+import { adminKubeConfig, writeKubeconfigFile } from './kubeconfig.js';
+import type { ManagedProcess } from './managed-process.js';
+import { startManagedProcess } from './managed-process.js';
+import { apiserverReady, etcdHealthy } from './probes.js';
+import { waitFor } from './wait.js';
+
+export interface ControlPlaneOptions {
+  /** The binaries to run; default: locateBinaries() (KUBEBUILDER_ASSETS, TEST_ASSET_*, cache, build). */
+  binaries?: ControlPlaneBinaries;
+  /** CRDs installed (and awaited) before startControlPlane resolves. */
+  crds?: CrdInput[];
+  /** Where to write the kubeconfig; default `<temp dir>/kubeconfig` (removed on stop). */
+  kubeconfigPath?: string;
+  /** Budget for etcd + kube-apiserver to become ready. Default 120 s (a loaded 2-core machine). */
+  startTimeoutMs?: number;
+  /** Time between SIGTERM and SIGKILL on stop. Default 10 s. */
+  stopGraceMs?: number;
+  /**
+   * Stop on SIGINT/SIGTERM, then let the signal take its default course when nobody else
+   * listens for it. Default true; a caller with its own handler (the CLI) passes false. A
+   * synchronous clean-up on process exit is always registered.
+   */
+  handleSignals?: boolean;
+  /** Progress lines (human text). Default: none. */
+  log?: (line: string) => void;
+}
+
+export interface ControlPlaneProcessInfo {
+  pid: number;
+  logPath: string;
+}
+
+export interface ControlPlane {
+  /** Admin client configuration (token in group system:masters). */
+  kubeConfig: KubeConfig;
+  /** A kubeconfig file for kubectl and for other processes. */
+  kubeconfigPath: string;
+  /** https://127.0.0.1:<port> */
+  server: string;
+  /** http://127.0.0.1:<port> */
+  etcdUrl: string;
+  /** The directory holding the binaries. */
+  assetsDir: string;
+  binaries: ControlPlaneBinaries;
+  access: AdminAccess;
+  processes: { etcd: ControlPlaneProcessInfo; kubeApiserver: ControlPlaneProcessInfo };
+  /** Milliseconds from the call to etcd healthy, and to kube-apiserver ready. */
+  timings: { etcdReadyMs: number; apiserverReadyMs: number };
+  installCrds(inputs: CrdInput[], options?: { timeoutMs?: number }): Promise<InstalledCrd[]>;
+  /** Stops both processes and removes the temporary files. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const serviceAccountIssuer = 'https://kubernetes.default.svc';
+
+/** A fresh data directory for etcd, in memory when /dev/shm exists. */
+function etcdDataRoot(): string {
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  return mkdtempSync(join(base, 'bpa-etcd-'));
+}
+
+/**
+ * Starts etcd and kube-apiserver on free 127.0.0.1 ports with generated credentials, waits until
+ * both are ready, writes a kubeconfig and installs the requested CRDs.
+ */
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const started = Date.now();
+  const log = options.log ?? (() => undefined);
+  const startTimeoutMs = options.startTimeoutMs ?? 120_000;
+  const binaries =
+    options.binaries ?? (await locateBinaries({ onBuildOutput: (text) => log(text.trimEnd()) }));
+  log(`binaries from ${binaries.source}: ${binaries.assetsDir}`);
+
+  const tempDir = mkdtempSync(join(tmpdir(), 'bpa-control-plane-'));
+  const dataDir = etcdDataRoot();
+  const running: ManagedProcess[] = [];
+  let stopped = false;
+
+  const removeFiles = () => {
+    rmSync(tempDir, { recursive: true, force: true });
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  const killNowAndClean = () => {
+    for (const child of running) child.killNow();
+    removeFiles();
+  };
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    process.off('exit', killNowAndClean);
+    for (const signal of signals) process.off(signal, onSignal);
+    // kube-apiserver first: it needs etcd to shut down cleanly.
+    for (const child of [...running].reverse()) await child.stop(options.stopGraceMs ?? 10_000);
+    removeFiles();
+  };
+  const signals: NodeJS.Signals[] = options.handleSignals === false ? [] : ['SIGINT', 'SIGTERM'];
+  const onSignal = (signal: NodeJS.Signals) => {
+    void stop().finally(() => {
+      // Nobody else handles it: die of the signal, as the process would have without us.
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+  };
+  process.on('exit', killNowAndClean);
+  for (const signal of signals) process.on(signal, onSignal);
+
+  const failStart = async (what: string, error: unknown): Promise<never> => {
+    const tails = running.map(
+      (child) => `--- ${child.name} (last lines of its log) ---\n${child.logTail(30)}`,
+    );
+    await stop();
+    const message = error instanceof Error ? error.message : String(error);
+    throw new BpaError('ControlPlaneStartFailed', [`${what}: ${message}`, ...tails].join('\n'), 'internal');
+  };
+  const exitedEarly = (child: ManagedProcess) => () => {
+    const exit = child.exit();
+    return exit ? `${child.name} exited (code ${exit.code}, signal ${exit.signal})` : undefined;
+  };
+
+  const [etcdClientPort, etcdPeerPort, apiserverPort] = await freeLoopbackPorts(3);
+  const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
+  const etcdPeerUrl = `http://127.0.0.1:${etcdPeerPort}`;
+  const etcd = startManagedProcess(
+    'etcd',
+    binaries.etcd,
+    [
+      '--name=bpa',
+      `--data-dir=${join(dataDir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${etcdPeerUrl}`,
+      `--initial-advertise-peer-urls=${etcdPeerUrl}`,
+      `--initial-cluster=bpa=${etcdPeerUrl}`,
+      '--unsafe-no-fsync=true',
+      '--log-level=warn',
+    ],
+    join(tempDir, 'etcd.log'),
+  );
+  running.push(etcd);
+  try {
+    await waitFor(async () => ((await etcdHealthy(etcdUrl)) ? true : undefined), {
+      what: `etcd on ${etcdUrl}`,
+      timeoutMs: startTimeoutMs,
+      abortIf: exitedEarly(etcd),
+    });
+  } catch (error) {
+    return failStart('etcd did not become healthy', error);
+  }
+  const etcdReadyMs = Date.now() - started;
+  log(`etcd healthy on ${etcdUrl} after ${etcdReadyMs} ms`);
+
+  const credentials = writeCredentials(tempDir);
+  const certDir = join(tempDir, 'certs');
+  const server = `https://127.0.0.1:${apiserverPort}`;
+  const kubeApiserver = startManagedProcess(
+    'kube-apiserver',
+    binaries.kubeApiserver,
+    [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      // Without it the server looks for a default route, and there is none on an offline machine.
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiserverPort}`,
+      `--cert-dir=${certDir}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--allow-privileged=true',
+      // No token controller runs, so the admission plugin would refuse every Pod.
+      '--disable-admission-plugins=ServiceAccount',
+      '--authorization-mode=RBAC',
+      `--token-auth-file=${credentials.tokenFile}`,
+      `--service-account-issuer=${serviceAccountIssuer}`,
+      `--service-account-key-file=${credentials.serviceAccountKeyFile}`,
+      `--service-account-signing-key-file=${credentials.serviceAccountKeyFile}`,
+    ],
+    join(tempDir, 'kube-apiserver.log'),
+  );
+  running.push(kubeApiserver);
+  const certFile = join(certDir, 'apiserver.crt');
+  let caPem = '';
+  try {
+    await waitFor(
+      async () => {
+        // kube-apiserver writes its self-signed serving chain before it listens.
+        if (!caPem && existsSync(certFile)) caPem = readFileSync(certFile, 'utf8');
+        if (!caPem) throw new Error(`${certFile} not written yet`);
+        return (await apiserverReady(server, caPem, credentials.adminToken)) ? true : undefined;
+      },
+      {
+        what: `kube-apiserver on ${server}`,
+        timeoutMs: startTimeoutMs,
+        intervalMs: 200,
+        abortIf: () => exitedEarly(kubeApiserver)() ?? exitedEarly(etcd)(),
+      },
+    );
+  } catch (error) {
+    return failStart('kube-apiserver did not become ready', error);
+  }
+  const apiserverReadyMs = Date.now() - started;
+  log(`kube-apiserver ready on ${server} after ${apiserverReadyMs} ms`);
+
+  const access: AdminAccess = { server, caPem, token: credentials.adminToken };
+  const kubeConfig = adminKubeConfig(access);
+  const kubeconfigPath = options.kubeconfigPath ?? join(tempDir, 'kubeconfig');
+  writeKubeconfigFile(kubeconfigPath, access);
+
+  const controlPlane: ControlPlane = {
+    kubeConfig,
+    kubeconfigPath,
+    server,
+    etcdUrl,
+    assetsDir: binaries.assetsDir,
+    binaries,
+    access,
+    processes: {
+      etcd: { pid: etcd.pid, logPath: etcd.logPath },
+      kubeApiserver: { pid: kubeApiserver.pid, logPath: kubeApiserver.logPath },
+    },
+    timings: { etcdReadyMs, apiserverReadyMs },
+    installCrds: (inputs, crdOptions) => installCrds(kubeConfig, inputs, crdOptions),
+    stop,
+  };
+  if (options.crds && options.crds.length > 0) {
+    try {
+      const installed = await controlPlane.installCrds(options.crds);
+      log(`${installed.length} CRDs established after ${Date.now() - started} ms`);
+    } catch (error) {
+      return failStart('installing CRDs failed', error);
+    }
+  }
+  return controlPlane;
+}

@@ -1,0 +1,34 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface WaitOptions {
+  /** What is awaited, for the timeout message. */
+  what: string;
+  timeoutMs: number;
+  intervalMs?: number;
+  /** Checked before each attempt: a non-empty string aborts the wait with that message. */
+  abortIf?: () => string | undefined;
+}
+
+/**
+ * Polls `check` until it returns a value other than undefined, then returns it. Errors thrown by
+ * `check` count as "not yet" and the last one is reported on timeout.
+ */
+export async function waitFor<T>(check: () => Promise<T | undefined>, options: WaitOptions): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  const interval = options.intervalMs ?? 100;
+  let lastProblem = 'no answer yet';
+  for (;;) {
+    const abort = options.abortIf?.();
+    if (abort) throw new Error(`${options.what}: ${abort}`);
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastProblem = error instanceof Error ? error.message : String(error);
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${options.what} (${lastProblem})`);
+    }
+    await sleep(interval);
+  }
+}
