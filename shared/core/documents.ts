@@ -51,7 +51,8 @@ function flattenList(document: unknown): unknown[] {
 }
 
 function firstLine(text: string): string {
-  return text.split('\n', 1)[0]!.trim();
+  // yaml's messages end their first line with ':' before a source excerpt.
+  return text.split('\n', 1)[0]!.trim().replace(/:$/, '');
 }
 
 /**
