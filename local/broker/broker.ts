@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
@@ -78,6 +78,8 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
   if (options.onDelivery) emitter.on('delivery', options.onDelivery);
   const agents = createAgents();
   const shutdown = new AbortController();
+  // Every pending request and backoff listens for shutdown.
+  setMaxListeners(0, shutdown.signal);
   const inFlight = new Set<Promise<void>>();
   let baseUrl = '';
 
