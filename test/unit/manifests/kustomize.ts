@@ -1,0 +1,75 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { z } from 'zod';
+
+/** Repository paths the manifest tests read. */
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+export const manifestsDir = join(repoRoot, 'manifests');
+export const goldenDir = join(repoRoot, 'test', 'golden', 'manifests');
+
+export const functionNames = ['host-lookup', 'inventory-render', 'kud-job-launch', 'software-install'] as const;
+export type FunctionName = (typeof functionNames)[number];
+
+const stringMap = z.record(z.string(), z.string());
+
+/** Any rendered object: the fields every check relies on, the rest passed through. */
+export const kubeObjectSchema = z.looseObject({
+  apiVersion: z.string().min(1),
+  kind: z.string().min(1),
+  metadata: z.looseObject({
+    name: z.string().min(1),
+    namespace: z.string().optional(),
+    labels: stringMap.optional(),
+    annotations: stringMap.optional(),
+  }),
+});
+export type KubeObject = z.infer<typeof kubeObjectSchema>;
+
+/** `kubectl kustomize <dir>`: the exact text `kubectl apply -k` would send. */
+export function kustomize(dir: string): string {
+  return execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+}
+
+/**
+ * Renders manifests/ with extra components through a throw-away overlay, the way a user's
+ * production overlay would (an overlay cannot live inside manifests/: kustomize rejects
+ * a resource directory that contains the overlay).
+ */
+export function kustomizeWithComponents(components: string[]): string {
+  const overlay = mkdtempSync(join(tmpdir(), 'bpa-overlay-'));
+  try {
+    const rel = relative(overlay, manifestsDir);
+    writeFileSync(
+      join(overlay, 'kustomization.yaml'),
+      [
+        'apiVersion: kustomize.config.k8s.io/v1beta1',
+        'kind: Kustomization',
+        `resources: [${rel}]`,
+        `components: [${components.map((c) => `${rel}/components/${c}`).join(', ')}]`,
+        '',
+      ].join('\n'),
+    );
+    return kustomize(overlay);
+  } finally {
+    rmSync(overlay, { recursive: true, force: true });
+  }
+}
+
+/** Parses a multi-document YAML stream into objects; any YAML error fails loudly. */
+export function parseObjects(text: string): KubeObject[] {
+  return parseAllDocuments(text).map((document, index) => {
+    if (document.errors.length > 0) throw new Error(`document ${index}: ${document.errors[0]?.message}`);
+    return kubeObjectSchema.parse(document.toJS());
+  });
+}
+
+/** The objects of one kind (and API group, given as the apiVersion prefix `group/`). */
+export function ofKind(objects: KubeObject[], kind: string, group?: string): KubeObject[] {
+  return objects.filter(
+    (o) => o.kind === kind && (group === undefined || o.apiVersion.startsWith(`${group}/`)),
+  );
+}

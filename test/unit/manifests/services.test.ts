@@ -1,0 +1,89 @@
+import { functionNames } from './kustomize.js';
+import { renderedManifests } from './manifest-set.js';
+import { rbacTable } from './rbac-table.js';
+
+const manifests = renderedManifests();
+const brokerIngress = 'http://broker-ingress.knative-eventing.svc.cluster.local/bpa-system/default';
+/** Functions that run the sweep and so post events to the broker themselves. */
+const sweepers = ['host-lookup', 'kud-job-launch', 'software-install'];
+
+describe('Knative Services', () => {
+  it('are the four functions and the dead-letter sink', () => {
+    expect(manifests.knativeServices.map((s) => s.metadata.name).sort()).toEqual(
+      [...functionNames, 'dead-letter'].sort(),
+    );
+  });
+
+  it.each(manifests.knativeServices.map((s) => [s.metadata.name, s] as const))(
+    '%s: cluster-local, restricted security context, bounded resources and scale',
+    (_, service) => {
+      expect(service.metadata.labels?.['networking.knative.dev/visibility']).toBe('cluster-local');
+      const template = service.spec.template;
+      const [container] = template.spec.containers;
+      expect(container?.securityContext).toEqual({
+        runAsNonRoot: true,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      const min = Number(template.metadata.annotations['autoscaling.knative.dev/min-scale']);
+      const max = Number(template.metadata.annotations['autoscaling.knative.dev/max-scale']);
+      expect(Number.isInteger(min) && Number.isInteger(max) && min >= 0 && max >= Math.max(min, 1)).toBe(true);
+      // Knative's maximum request timeout: no long work inside a request beyond it.
+      expect(template.spec.timeoutSeconds).toBeLessThanOrEqual(600);
+      // Every secret volume is mounted read-only (Knative rejects anything else).
+      for (const mount of container?.volumeMounts ?? []) expect(mount.readOnly).toBe(true);
+    },
+  );
+
+  it.each(functionNames)('%s: probes, image, ServiceAccount and config', (name) => {
+    const service = manifests.serviceNamed(name);
+    const spec = service.spec.template.spec;
+    const [container] = spec.containers;
+    expect(container?.readinessProbe?.httpGet.path).toBe('/health/readiness');
+    expect(container?.livenessProbe?.httpGet.path).toBe('/health/liveness');
+    expect(container?.image).toBe(`ghcr.io/bpa-functions/${name}:0.1.0`);
+    expect(spec.serviceAccountName).toBe(rbacTable[name]?.serviceAccount);
+    expect(spec.containerConcurrency).toBeGreaterThan(0);
+    expect(service.spec.template.metadata.labels['app.kubernetes.io/name']).toBe(name);
+    // Every variable comes from a key that bpa-config really has.
+    for (const variable of container?.env ?? []) {
+      const ref = variable.valueFrom?.configMapKeyRef;
+      expect({ variable: variable.name, configMap: ref?.name, known: ref ? ref.key in manifests.bpaConfig : false }).toEqual(
+        { variable: variable.name, configMap: 'bpa-config', known: true },
+      );
+    }
+    const names = (container?.env ?? []).map((v) => v.name);
+    expect(names.includes('BROKER_URL')).toBe(sweepers.includes(name));
+  });
+
+  it('points the sweep at the Broker ingress of the install namespace', () => {
+    expect(manifests.bpaConfig.BROKER_URL).toBe(brokerIngress);
+  });
+
+  it('keeps software-install within its request: SSH timeout plus connect below timeoutSeconds', () => {
+    const spec = manifests.serviceNamed('software-install').spec.template.spec;
+    expect(spec.timeoutSeconds).toBe(600);
+    const ssh = Number(manifests.bpaConfig.SSH_TIMEOUT_SECONDS) + Number(manifests.bpaConfig.SSH_CONNECT_TIMEOUT_SECONDS);
+    expect(ssh).toBeLessThan(spec.timeoutSeconds);
+  });
+
+  it('mounts the SSH key and known_hosts Secrets into software-install only', () => {
+    const secretsOf = (name: string) =>
+      (manifests.serviceNamed(name).spec.template.spec.volumes ?? []).map((v) => v.secret.secretName).sort();
+    expect(secretsOf('software-install')).toEqual(['ssh-key-secret', 'ssh-known-hosts']);
+    for (const name of ['host-lookup', 'inventory-render', 'kud-job-launch']) expect(secretsOf(name)).toEqual([]);
+  });
+
+  it('puts every namespaced object in bpa-system', () => {
+    const clusterScoped = ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding'];
+    const misplaced = manifests.objects
+      .filter((o) => !clusterScoped.includes(o.kind) && o.metadata.namespace !== 'bpa-system')
+      .map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(misplaced).toEqual([]);
+    expect(manifests.objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name)).toEqual([
+      'bpa-system',
+    ]);
+  });
+});
