@@ -56,8 +56,11 @@ export interface ControlPlane {
   binaries: ControlPlaneBinaries;
   access: AdminAccess;
   processes: { etcd: ControlPlaneProcessInfo; kubeApiserver: ControlPlaneProcessInfo };
-  /** Milliseconds from the call to etcd healthy, and to kube-apiserver ready. */
-  timings: { etcdReadyMs: number; apiserverReadyMs: number };
+  /** Temporary directories (credentials, certificates, logs; etcd's data): removed on stop. */
+  workDir: string;
+  etcdDataDir: string;
+  /** Milliseconds from the call to etcd healthy, to kube-apiserver ready, to the CRDs served. */
+  timings: { etcdReadyMs: number; apiserverReadyMs: number; crdsReadyMs?: number };
   installCrds(inputs: CrdInput[], options?: { timeoutMs?: number }): Promise<InstalledCrd[]>;
   /** Stops both processes and removes the temporary files. Idempotent. */
   stop(): Promise<void>;
@@ -226,6 +229,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       etcd: { pid: etcd.pid, logPath: etcd.logPath },
       kubeApiserver: { pid: kubeApiserver.pid, logPath: kubeApiserver.logPath },
     },
+    workDir: tempDir,
+    etcdDataDir: dataDir,
     timings: { etcdReadyMs, apiserverReadyMs },
     installCrds: (inputs, crdOptions) => installCrds(kubeConfig, inputs, crdOptions),
     stop,
@@ -233,7 +238,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   if (options.crds && options.crds.length > 0) {
     try {
       const installed = await controlPlane.installCrds(options.crds);
-      log(`${installed.length} CRDs established after ${Date.now() - started} ms`);
+      controlPlane.timings.crdsReadyMs = Date.now() - started;
+      log(`${installed.length} CRDs served after ${controlPlane.timings.crdsReadyMs} ms`);
     } catch (error) {
       return failStart('installing CRDs failed', error);
     }

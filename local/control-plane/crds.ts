@@ -96,7 +96,7 @@ export async function installCrds(
           if (refused) throw new Error(`names not accepted: ${refused.message}`);
           return isTrue('Established') ? true : undefined;
         },
-        { what: `CRD ${installed.name} to be Established`, timeoutMs },
+        { what: `CRD ${installed.name} to be Established`, timeoutMs, intervalMs: 200 },
       );
       for (const version of installed.versions) {
         await waitFor(
@@ -111,7 +111,11 @@ export async function installCrds(
             });
             return true;
           },
-          { what: `${installed.plural}.${installed.group}/${version} to be served`, timeoutMs },
+          {
+            what: `${installed.plural}.${installed.group}/${version} to be served`,
+            timeoutMs,
+            intervalMs: 200,
+          },
         );
       }
       return installed;
