@@ -1,0 +1,57 @@
+import { bareMetalHostSchema, type BareMetalHost } from '../../shared/schemas/bare-metal-host.js';
+import { podSchema, type Pod } from '../../shared/schemas/pod.js';
+import type { LeaseIndex } from '../../shared/core/leases.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { callApi } from '../../shared/k8s/api-errors.js';
+import { bareMetalHostsResource } from '../../shared/k8s/resources.js';
+import { listCustomObjects } from '../../shared/k8s/status-writer.js';
+import type { Logger } from '../../shared/log.js';
+import type { HostLookupConfig } from './config.js';
+import { loadLeases, parseLeasesSource } from './lease-source.js';
+
+/**
+ * What the cluster knows about hosts, read lazily and at most once per invocation (the sweep
+ * resolves many Provisionings from one read). Objects that fail their schema are skipped: a
+ * broken host must not hide the others.
+ */
+export class ClusterFacts {
+  private hosts?: Promise<BareMetalHost[]>;
+  private pods?: Promise<Pod[]>;
+  private leases?: Promise<LeaseIndex | undefined>;
+
+  constructor(
+    private readonly clients: KubeClients,
+    private readonly config: HostLookupConfig,
+    private readonly log: Logger,
+  ) {}
+
+  bareMetalHosts(): Promise<BareMetalHost[]> {
+    this.hosts ??= listCustomObjects(this.clients, bareMetalHostsResource, {
+      namespace: this.config.BMH_NAMESPACE,
+    }).then((items) => keepValid(items, (item) => bareMetalHostSchema.safeParse(item)));
+    return this.hosts;
+  }
+
+  runningPods(): Promise<Pod[]> {
+    this.pods ??= callApi('list running pods in all namespaces', () =>
+      this.clients.core.listPodForAllNamespaces({ fieldSelector: 'status.phase=Running' }),
+    ).then((list) => keepValid(list.items, (item) => podSchema.safeParse(item)));
+    return this.pods;
+  }
+
+  dhcpLeases(): Promise<LeaseIndex | undefined> {
+    const source = this.config.LEASES_SOURCE ? parseLeasesSource(this.config.LEASES_SOURCE) : undefined;
+    this.leases ??= loadLeases(this.clients, source, this.log);
+    return this.leases;
+  }
+}
+
+function keepValid<T>(
+  items: readonly unknown[],
+  parse: (item: unknown) => { success: boolean; data?: T },
+): T[] {
+  return items.flatMap((item) => {
+    const parsed = parse(item);
+    return parsed.success ? [parsed.data as T] : [];
+  });
+}

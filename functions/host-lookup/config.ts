@@ -1,0 +1,21 @@
+import { z } from 'zod';
+import { envList, envOptionalString } from '../../shared/config.js';
+import { parseLeasesSource } from './lease-source.js';
+
+/** host-lookup's env (docs/architecture.md, Config). */
+export const hostLookupConfigSchema = z.object({
+  /** Namespace of the BareMetalHosts; absent: all namespaces. */
+  BMH_NAMESPACE: envOptionalString(),
+  /** `/path/to/dhcpd.leases` or `configmap:<namespace>/<name>/<key>`; absent: no lease file. */
+  LEASES_SOURCE: envOptionalString().superRefine((value, ctx) => {
+    if (value === undefined) return;
+    try {
+      parseLeasesSource(value);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: error instanceof Error ? error.message : String(error) });
+    }
+  }),
+  /** Bare-metal IP sources, in the order they are tried. */
+  IP_SOURCES: envList(['leases', 'nics'], ['leases', 'nics']),
+});
+export type HostLookupConfig = z.infer<typeof hostLookupConfigSchema>;

@@ -1,0 +1,69 @@
+import type { CloudEvent } from 'cloudevents';
+import { invalid } from '../../shared/errors.js';
+import { SourceEventTypes, kubeObjectSchema, pingDataSchema } from '../../shared/events/types.js';
+import { provisioningApiVersion, provisioningKind } from '../../shared/schemas/provisioning.js';
+import { kubeClients } from '../../shared/k8s/clients.js';
+import { conditionFor } from '../../shared/k8s/conditions.js';
+import { conditionsOf } from '../../shared/k8s/condition-writer.js';
+import { ProvisioningCondition, readProvisioning } from '../../shared/k8s/provisioning.js';
+import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
+import { ClusterFacts } from './cluster-facts.js';
+import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
+import { hostLookupMetrics } from './metrics.js';
+import { functionName, resolveProvisioning } from './resolve-provisioning.js';
+import { sweep } from './sweep.js';
+
+/**
+ * host-lookup: a Provisioning was added or changed → resolve its nodes' MACs to IPs and reply
+ * `hosts.resolved` (or record the failure and reply `provisioning.failed`). The ping runs the
+ * sweep. Everything is read live: the event only says which object to look at.
+ */
+export async function handle(
+  context: FunctionContext<HostLookupConfig>,
+  event: CloudEvent<unknown>,
+): Promise<HandlerResult> {
+  if (event.type === SourceEventTypes.ping) {
+    await sweep(context);
+    return undefined;
+  }
+  const object = kubeObjectSchema.parse(event.data);
+  if (object.kind !== provisioningKind || object.apiVersion !== provisioningApiVersion) {
+    context.log.debug('not a Provisioning; ignored', { kind: object.kind, apiVersion: object.apiVersion });
+    return undefined;
+  }
+  const namespace = object.metadata.namespace;
+  if (!namespace)
+    throw invalid('MissingNamespace', `Provisioning ${object.metadata.name} has no namespace in the event`);
+
+  const clients = kubeClients(context.kubeConfig);
+  const live = await readProvisioning(clients, namespace, object.metadata.name);
+  if (!live) {
+    context.log.info('Provisioning is gone; event is stale');
+    return undefined;
+  }
+  // Status writes come back as update events: once this generation is handled, stop here.
+  const generation = live.metadata.generation ?? 0;
+  if (conditionFor(conditionsOf(live), ProvisioningCondition.hostsResolved, generation)) {
+    context.log.debug('hosts already handled for this generation', { generation });
+    return undefined;
+  }
+  const outcome = await resolveProvisioning(
+    context,
+    clients,
+    new ClusterFacts(clients, context.config, context.log),
+    live,
+  );
+  return outcome.kind === 'skipped' ? undefined : outcome.event;
+}
+
+export const definition: FunctionDefinition<HostLookupConfig> = {
+  name: functionName,
+  accepts: {
+    [SourceEventTypes.resourceAdd]: kubeObjectSchema,
+    [SourceEventTypes.resourceUpdate]: kubeObjectSchema,
+    [SourceEventTypes.ping]: pingDataSchema,
+  },
+  configSchema: hostLookupConfigSchema,
+  handle,
+  metrics: hostLookupMetrics,
+};

@@ -1,0 +1,31 @@
+import type { Condition } from '../../shared/schemas/kube.js';
+import { conditionFor } from '../../shared/k8s/conditions.js';
+import { ProvisioningCondition } from '../../shared/k8s/provisioning.js';
+import { worldDependentReasons } from './resolve-provisioning.js';
+
+/**
+ * What the sweep does for one Provisioning of generation `generation`:
+ * - resolve: hosts never resolved for this generation (the add/update event was dropped), or
+ *   resolution failed on something the world can fix (a host or lease that appears later);
+ * - render: hosts resolved but no inventory yet: send hosts.resolved again;
+ * - launch: inventory rendered but no Job launched (or a running older Job blocked it): send
+ *   inventory.rendered again;
+ * - none: Ready, in progress (the Job runs; kud-job-launch's own sweep finishes it), or failed
+ *   for a reason only a spec change can fix (a new generation re-runs the chain).
+ */
+export type SweepStep = 'resolve' | 'render' | 'launch' | 'none';
+
+export function nextStep(conditions: readonly Condition[], generation: number): SweepStep {
+  const at = (type: string) => conditionFor(conditions, type, generation);
+  if (at(ProvisioningCondition.ready)?.status === 'True') return 'none';
+  if (at(ProvisioningCondition.kudInstalled)) return 'none';
+  const launched = at(ProvisioningCondition.jobLaunched);
+  if (launched?.status === 'True') return 'none';
+  const hosts = at(ProvisioningCondition.hostsResolved);
+  if (!hosts) return 'resolve';
+  if (hosts.status !== 'True')
+    return hosts.status === 'False' && worldDependentReasons.has(hosts.reason ?? '') ? 'resolve' : 'none';
+  const inventory = at(ProvisioningCondition.inventoryRendered);
+  if (inventory?.status !== 'True') return 'render';
+  return 'launch';
+}

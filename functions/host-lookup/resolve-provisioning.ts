@@ -1,0 +1,147 @@
+import type { CloudEvent } from 'cloudevents';
+import { chainEvent } from '../../shared/cloudevents/chain-event.js';
+import { resolveCluster } from '../../shared/core/resolve.js';
+import { BpaError } from '../../shared/errors.js';
+import { EventTypes, provisioningSubject } from '../../shared/events/types.js';
+import { describeIssues } from '../../shared/schemas/issues.js';
+import type { ResolvedNode } from '../../shared/schemas/node.js';
+import { provisioningSchema } from '../../shared/schemas/provisioning.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { isTrueFor } from '../../shared/k8s/conditions.js';
+import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { recordEvent } from '../../shared/k8s/events.js';
+import {
+  ProvisioningCondition,
+  failProvisioning,
+  provisioningIdentity,
+  provisioningRef,
+  provisioningTarget,
+} from '../../shared/k8s/provisioning.js';
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import type { FunctionContext } from '../../shared/server/types.js';
+import type { ClusterFacts } from './cluster-facts.js';
+import type { HostLookupConfig } from './config.js';
+import { nodesResolved } from './metrics.js';
+
+export const functionName = 'host-lookup';
+
+/** Failure reasons that depend on the world (hosts, leases, VMs), not on the spec: the sweep retries them. */
+export const worldDependentReasons = new Set(['HostNotFound', 'IpAddressNotFound', 'VmNotFound']);
+
+export type ResolveOutcome =
+  /** Nodes resolved and recorded by this call: reply/send this hosts.resolved event. */
+  | { kind: 'resolved'; event: CloudEvent<unknown> }
+  /** Resolution failed; `event` (provisioning.failed) only when the failure was newly recorded. */
+  | { kind: 'failed'; event?: CloudEvent<unknown> }
+  /** Someone else recorded this generation meanwhile, or the Provisioning changed or is gone. */
+  | { kind: 'skipped' };
+
+/**
+ * Validates the live Provisioning, resolves its nodes and records the result on its status:
+ * `status.nodes` + HostsResolved True, or HostsResolved/Ready False with the contract's message
+ * and a Warning Event. An invalid resource is a False condition, not an HTTP error: the event
+ * that named it was fine.
+ */
+export async function resolveProvisioning(
+  context: FunctionContext<HostLookupConfig>,
+  clients: KubeClients,
+  facts: ClusterFacts,
+  live: StoredObject,
+): Promise<ResolveOutcome> {
+  const step = ProvisioningCondition.hostsResolved;
+  const parsed = provisioningSchema.safeParse(live);
+  if (!parsed.success) {
+    const message = `Provisioning ${live.metadata.namespace}/${live.metadata.name} is invalid: ${describeIssues(parsed.error)}`;
+    const event = await failProvisioning(
+      clients,
+      functionName,
+      live,
+      { step, reason: 'InvalidProvisioning', message },
+      context.log,
+    );
+    return { kind: 'failed', event };
+  }
+  const provisioning = parsed.data;
+  let nodes: ResolvedNode[];
+  let clusterType;
+  try {
+    const virtlet = provisioning.metadata.labels['cluster-type'] === 'virtlet-vm';
+    const resolved = resolveCluster(
+      provisioning,
+      virtlet
+        ? { pods: await facts.runningPods() }
+        : {
+            hosts: await facts.bareMetalHosts(),
+            leases: await facts.dhcpLeases(),
+            ipSources: context.config.IP_SOURCES,
+          },
+    );
+    nodes = resolved.nodes;
+    clusterType = resolved.clusterType;
+  } catch (error) {
+    // Spec errors (invalid) and world errors (resolution) both end as a False condition;
+    // API faults (transient/internal) go back to the server as 503/500.
+    if (!(error instanceof BpaError) || (error.kind !== 'invalid' && error.kind !== 'resolution'))
+      throw error;
+    const event = await failProvisioning(
+      clients,
+      functionName,
+      live,
+      { step, reason: error.reason, message: error.message },
+      context.log,
+    );
+    return { kind: 'failed', event };
+  }
+
+  const ref = provisioningRef(live);
+  const message = resolvedMessage(nodes);
+  const result = await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
+    conditions: [
+      { type: step, status: 'True', reason: 'HostsResolved', message },
+      {
+        type: ProvisioningCondition.ready,
+        status: 'Unknown',
+        reason: 'Provisioning',
+        message: 'Hosts resolved; rendering the inventory',
+      },
+    ],
+    fields: { nodes },
+    alreadyDone: (conditions) => isTrueFor(conditions, step, ref.generation),
+  });
+  if (result.outcome !== 'written') {
+    context.log.info('hosts already resolved or resolution stale', { outcome: result.outcome });
+    return { kind: 'skipped' };
+  }
+  for (const node of nodes) context.metrics?.counter(nodesResolved).inc({ source: node.source });
+  await recordEvent(
+    clients,
+    {
+      object: provisioningIdentity(ref),
+      type: 'Normal',
+      reason: 'HostsResolved',
+      message,
+      component: functionName,
+    },
+    context.log,
+  );
+  const cluster = provisioning.metadata.labels.cluster;
+  context.log.info('hosts resolved', { cluster, nodes: nodes.length });
+  return {
+    kind: 'resolved',
+    event: chainEvent(
+      EventTypes.hostsResolved,
+      functionName,
+      provisioningSubject(ref.namespace, ref.name),
+      { provisioning: ref, cluster, clusterType, nodes },
+      { cluster },
+    ),
+  };
+}
+
+/** "Resolved 3 nodes (2 from dhcp-leases, 1 from host-nics)": short whatever the cluster size. */
+export function resolvedMessage(nodes: readonly ResolvedNode[]): string {
+  const bySource = new Map<string, number>();
+  for (const node of nodes) bySource.set(node.source, (bySource.get(node.source) ?? 0) + 1);
+  const parts = [...bySource].map(([source, count]) => `${count} from ${source}`).join(', ');
+  return `Resolved ${nodes.length} node${nodes.length === 1 ? '' : 's'} (${parts})`;
+}

@@ -1,0 +1,48 @@
+import type { CloudEvent } from 'cloudevents';
+import {
+  EventTypes,
+  SourceEventTypes,
+  inventoryRenderedDataSchema,
+  kubeObjectSchema,
+  pingDataSchema,
+} from '../../shared/events/types.js';
+import { kubeClients } from '../../shared/k8s/clients.js';
+import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
+import { functionName } from './complete-job.js';
+import { kudJobLaunchConfigSchema, type KudJobLaunchConfig } from './config.js';
+import { onJobUpdate } from './job-update.js';
+import { launchJob } from './launch-job.js';
+import { kudJobLaunchMetrics } from './metrics.js';
+import { sweep } from './sweep.js';
+
+/**
+ * kud-job-launch: inventory.rendered → the KUD installer Job; Job updates → cluster.ready or
+ * provisioning.failed; the ping finishes Jobs whose completion event was missed.
+ */
+export async function handle(
+  context: FunctionContext<KudJobLaunchConfig>,
+  event: CloudEvent<unknown>,
+): Promise<HandlerResult> {
+  const clients = kubeClients(context.kubeConfig);
+  switch (event.type) {
+    case EventTypes.inventoryRendered:
+      return launchJob(context, clients, inventoryRenderedDataSchema.parse(event.data));
+    case SourceEventTypes.resourceUpdate:
+      return onJobUpdate(context, clients, kubeObjectSchema.parse(event.data));
+    default:
+      await sweep(context);
+      return undefined;
+  }
+}
+
+export const definition: FunctionDefinition<KudJobLaunchConfig> = {
+  name: functionName,
+  accepts: {
+    [EventTypes.inventoryRendered]: inventoryRenderedDataSchema,
+    [SourceEventTypes.resourceUpdate]: kubeObjectSchema,
+    [SourceEventTypes.ping]: pingDataSchema,
+  },
+  configSchema: kudJobLaunchConfigSchema,
+  handle,
+  metrics: kudJobLaunchMetrics,
+};

@@ -1,0 +1,37 @@
+import type { CloudEvent } from 'cloudevents';
+import { managedByLabel, managedByValue } from '../../shared/core/names.js';
+import type { KubeObjectData } from '../../shared/events/types.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { readProvisioning } from '../../shared/k8s/provisioning.js';
+import { readJob } from '../../shared/k8s/upsert.js';
+import type { FunctionContext } from '../../shared/server/types.js';
+import { completeJob } from './complete-job.js';
+import type { KudJobLaunchConfig } from './config.js';
+import { controllingProvisioning } from './job-state.js';
+
+/**
+ * A Job changed: if it is one of ours, find the Provisioning that controls it and finish the
+ * chain from the live Job status. Completion is read from the cluster, never remembered, so
+ * it survives any restart.
+ */
+export async function onJobUpdate(
+  context: FunctionContext<KudJobLaunchConfig>,
+  clients: KubeClients,
+  object: KubeObjectData,
+): Promise<CloudEvent<unknown> | undefined> {
+  const labels = object.metadata.labels ?? {};
+  if (object.kind !== 'Job' || labels[managedByLabel] !== managedByValue) {
+    context.log.debug('not a bpa-functions Job; ignored', { kind: object.kind });
+    return undefined;
+  }
+  const namespace = object.metadata.namespace;
+  const owner = controllingProvisioning(object as Parameters<typeof controllingProvisioning>[0]);
+  if (!namespace || !owner) return undefined;
+  const job = await readJob(clients, namespace, object.metadata.name);
+  const live = await readProvisioning(clients, namespace, owner.name);
+  if (!job || !live || live.metadata.uid !== owner.uid || job.metadata?.uid !== object.metadata.uid) {
+    context.log.info('Job or its Provisioning is gone or was replaced; event is stale');
+    return undefined;
+  }
+  return completeJob(context, clients, live, job);
+}

@@ -1,0 +1,109 @@
+import { ApiException } from '@kubernetes/client-node';
+import { BpaError, transient } from '../errors.js';
+
+/** HTTP status of a failed Kubernetes API call, or undefined when the call never got an answer. */
+export function apiStatusCode(error: unknown): number | undefined {
+  if (error instanceof ApiException) return error.code;
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error as { code: unknown }).code;
+    if (typeof code === 'number' && code >= 100 && code < 600) return code;
+  }
+  return undefined;
+}
+
+export const isNotFound = (error: unknown) => apiStatusCode(error) === 404;
+export const isConflict = (error: unknown) => apiStatusCode(error) === 409;
+
+const connectionErrorCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** True when the call failed before an HTTP answer (API server down, connection reset...). */
+export function isConnectionError(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
+    if (typeof e !== 'object') return false;
+    const { code, errno, name, type } = e as Record<string, unknown>;
+    if (typeof code === 'string' && connectionErrorCodes.has(code)) return true;
+    if (typeof errno === 'string' && connectionErrorCodes.has(errno)) return true;
+    if (name === 'FetchError' || type === 'system' || name === 'AbortError') return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** The `message` of a Kubernetes Status body, when there is one. */
+export function apiMessage(error: unknown): string {
+  if (error instanceof ApiException) {
+    const body: unknown = error.body;
+    const parsed = typeof body === 'string' ? safeJson(body) : body;
+    if (parsed && typeof parsed === 'object' && 'message' in parsed)
+      return String((parsed as { message: unknown }).message);
+    return `HTTP ${error.code}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Turns a failed API call into a BpaError the function server maps to the right HTTP status:
+ * 5xx, 429 and connection failures are transient (503, so the broker retries); anything else is
+ * an internal error (500) naming what was being done. BpaErrors pass through unchanged.
+ */
+export function classifyApiError(error: unknown, action: string): BpaError {
+  if (error instanceof BpaError) return error;
+  const status = apiStatusCode(error);
+  if (status === undefined ? isConnectionError(error) : status >= 500 || status === 429)
+    return transient(
+      'KubernetesApiUnavailable',
+      `Kubernetes API unavailable while trying to ${action}: ${apiMessage(error)}`,
+      {
+        status,
+      },
+    );
+  if (status === 409)
+    return transient(
+      'KubernetesConflict',
+      `Conflicting update while trying to ${action}: ${apiMessage(error)}`,
+    );
+  return new BpaError(
+    status === 403 ? 'KubernetesForbidden' : 'KubernetesApiError',
+    `Kubernetes API refused to ${action}: ${apiMessage(error)}`,
+    'internal',
+    { status },
+  );
+}
+
+/** Runs an API call; failures become classified BpaErrors. */
+export async function callApi<T>(action: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw classifyApiError(error, action);
+  }
+}
+
+/** Runs a read; 404 becomes undefined, other failures classified BpaErrors. */
+export async function readOrUndefined<T>(action: string, call: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call();
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw classifyApiError(error, action);
+  }
+}

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { conditionSchema, type Condition } from '../schemas/kube.js';
+import type { KubeClients } from './clients.js';
+import { setCondition, type ConditionUpdate } from './conditions.js';
+import { updateStatus, type StatusTarget } from './status-writer.js';
+import type { StoredObject } from './stored-object.js';
+
+const conditionListSchema = z.array(z.unknown());
+
+/** The well-formed conditions of an object's status (anything malformed is dropped). */
+export function conditionsOf(object: StoredObject | undefined): Condition[] {
+  const raw = conditionListSchema.safeParse(object?.status?.conditions);
+  if (!raw.success) return [];
+  return raw.data.flatMap((item) => {
+    const parsed = conditionSchema.safeParse(item);
+    return parsed.success ? [parsed.data] : [];
+  });
+}
+
+/** The object generation a write is about; a write for another uid or generation is stale. */
+export interface GenerationRef {
+  uid?: string;
+  generation: number;
+}
+
+export interface ConditionChange {
+  /** Conditions to set; observedGeneration is the ref's generation. */
+  conditions: Omit<ConditionUpdate, 'observedGeneration'>[];
+  /** Other status fields to set (nodes, jobName, hosts...). */
+  fields?: Record<string, unknown>;
+  /**
+   * Looked at on the fresh object: true means the work is already recorded (for example the
+   * condition is already True for this generation), so nothing is written.
+   */
+  alreadyDone?: (conditions: Condition[], fresh: StoredObject) => boolean;
+}
+
+export type ConditionWriteResult =
+  | { outcome: 'written'; object: StoredObject }
+  | { outcome: 'already-done'; object: StoredObject }
+  /** The object now has another uid or generation than the ref: the event was stale. */
+  | { outcome: 'stale'; object: StoredObject }
+  | { outcome: 'gone' };
+
+export const isCurrent = (object: StoredObject, ref: GenerationRef) =>
+  (ref.uid === undefined || object.metadata.uid === ref.uid) &&
+  (object.metadata.generation ?? 0) === ref.generation;
+
+/**
+ * Sets conditions (and other status fields) for one generation of an object, on a fresh read,
+ * retrying on conflicts. Nothing is written when the object moved to another generation or
+ * when `alreadyDone` says the work is recorded.
+ */
+export async function writeConditions(
+  clients: KubeClients,
+  target: StatusTarget,
+  ref: GenerationRef,
+  change: ConditionChange,
+  now: () => Date = () => new Date(),
+): Promise<ConditionWriteResult> {
+  let verdict: 'stale' | 'already-done' | undefined;
+  const result = await updateStatus(clients, target, (fresh) => {
+    verdict = undefined;
+    if (!isCurrent(fresh, ref)) {
+      verdict = 'stale';
+      return undefined;
+    }
+    const current = conditionsOf(fresh);
+    if (change.alreadyDone?.(current, fresh)) {
+      verdict = 'already-done';
+      return undefined;
+    }
+    let conditions = current;
+    for (const update of change.conditions)
+      conditions = setCondition(conditions, { ...update, observedGeneration: ref.generation }, now());
+    return { ...fresh.status, ...change.fields, conditions };
+  });
+  if (result.outcome === 'gone') return result;
+  if (result.outcome === 'written') return result;
+  return { outcome: verdict ?? 'already-done', object: result.object };
+}

@@ -1,0 +1,26 @@
+/** Group/version/plural of the custom resources the functions read and write. */
+export interface CustomResource {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+export const provisioningsResource: CustomResource = {
+  group: 'bpa.akraino.org',
+  version: 'v1alpha1',
+  plural: 'provisionings',
+};
+export const softwaresResource: CustomResource = {
+  group: 'bpa.akraino.org',
+  version: 'v1alpha1',
+  plural: 'softwares',
+};
+export const bareMetalHostsResource: CustomResource = {
+  group: 'metal3.io',
+  version: 'v1alpha1',
+  plural: 'baremetalhosts',
+};
+
+/** The label that marks objects the functions create (and selects the Job ApiServerSource). */
+export const managedByLabel = 'app.kubernetes.io/managed-by';
+export const managedByValue = 'bpa-functions';

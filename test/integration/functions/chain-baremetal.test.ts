@@ -1,0 +1,224 @@
+/**
+ * The whole chain on a real API server for a bare-metal cluster: Provisioning in → hosts
+ * resolved from BareMetalHosts, a DHCP lease file and inspected NICs → hosts.ini in its
+ * ConfigMap → the KUD Job → the Job finished as the Job controller would → IP ConfigMap, Ready,
+ * cluster.ready. Each function runs behind its real HTTP server.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { sha256Hex } from '../../../shared/core/hash.js';
+import { kudInstallerScript } from '../../../shared/core/kud-job.js';
+import { EventTypes } from '../../../shared/events/types.js';
+import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
+import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
+import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
+import { useTestCluster } from '../../support/cluster.js';
+import { ChainHarness, finishJobAsController, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
+import {
+  conditionOf,
+  createBareMetalHost,
+  createProvisioning,
+  provisioningObject,
+  readProvisioning,
+} from './support/fixtures.js';
+
+const cluster = useTestCluster();
+const golden = (name: string) => readFile(new URL(`../../golden/functions/${name}`, import.meta.url), 'utf8');
+
+// master-2's lease is for its boot MAC written upper case with dashes in the Provisioning;
+// worker-1's only lease is not active, so its IP comes from the inspected NIC.
+const leaseFile = `# dhcpd.leases written by isc-dhcp-4.4.3-P1
+authoring-byte-order little-endian;
+server-duid "\\000\\001\\000\\001";
+
+lease 10.10.10.11 {
+  starts 3 2026/01/07 10:00:00;
+  binding state active;
+  hardware ethernet aa:bb:cc:00:01:01;
+  client-hostname "master-1";
+}
+lease 10.10.10.12 {
+  binding state active;
+  hardware ethernet aa:bb:cc:00:01:02;
+}
+lease 10.10.20.99 {
+  binding state free;
+  hardware ethernet aa:bb:cc:00:01:03;
+}
+`;
+
+describe('bare-metal chain', () => {
+  let harness: ChainHarness;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'bpa-chain-'));
+    await writeFile(join(dir, 'dhcpd.leases'), leaseFile);
+    const namespace = cluster.namespace;
+    await createBareMetalHost(cluster.kubeConfig, {
+      name: 'host-1',
+      namespace,
+      bootMac: 'aa:bb:cc:00:01:01',
+    });
+    await createBareMetalHost(cluster.kubeConfig, {
+      name: 'host-2',
+      namespace,
+      bootMac: 'aa:bb:cc:00:01:02',
+      nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:01:02', ip: '192.168.99.2' }],
+    });
+    await createBareMetalHost(cluster.kubeConfig, {
+      name: 'host-3',
+      namespace,
+      bootMac: 'aa:bb:cc:00:01:33',
+      nics: [
+        { name: 'eth0', mac: 'aa:bb:cc:00:01:33', ip: '' },
+        { name: 'eth1', mac: 'aa:bb:cc:00:01:03', ip: '10.10.20.21' },
+      ],
+    });
+    harness = new ChainHarness(cluster.kubeConfig, {
+      BMH_NAMESPACE: namespace,
+      LEASES_SOURCE: join(dir, 'dhcpd.leases'),
+      KUD_IMAGE: 'registry.example/kud:1.2',
+    });
+    await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
+  });
+
+  afterAll(async () => {
+    await harness?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('goes from a Provisioning to a KUD Job with the exact inventory, then to a ready cluster', async () => {
+    const namespace = cluster.namespace;
+    const created = await createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({
+        name: 'edge',
+        namespace,
+        cluster: 'edge-1',
+        masters: [
+          { label: 'master-1', mac: 'aa:bb:cc:00:01:01' },
+          { label: 'master-2', mac: 'AA-BB-CC-00-01-02' },
+        ],
+        workers: [{ label: 'worker-1', mac: 'aa:bb:cc:00:01:03' }, { label: 'master-2' }],
+        podSubnet: '10.244.64.0/18',
+        kudPlugins: ['onap4k8s', 'emco'],
+      }),
+    );
+
+    const deliveries = await harness.publish(sourceEvent('add', created));
+    expect(deliveries.map((d) => [d.target, d.status, d.reply?.type])).toEqual([
+      ['host-lookup', 200, EventTypes.hostsResolved],
+      ['inventory-render', 200, EventTypes.inventoryRendered],
+      ['kud-job-launch', 200, EventTypes.kudJobLaunched],
+    ]);
+    const resolved = deliveries[0]?.reply;
+    expect(resolved?.subject).toBe(`namespaces/${namespace}/provisionings/edge`);
+    expect((resolved as unknown as { cluster: string }).cluster).toBe('edge-1');
+
+    const expectedInventory = await golden('baremetal-hosts.ini');
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    const inventory = await core.readNamespacedConfigMap({ name: 'edge-1-inventory', namespace });
+    expect(inventory.data?.['hosts.ini']).toBe(expectedInventory);
+    expect(inventory.metadata?.labels).toMatchObject({ cluster: 'edge-1' });
+    expect(inventory.metadata?.ownerReferences).toEqual([
+      expect.objectContaining({
+        kind: 'Provisioning',
+        name: 'edge',
+        uid: created.metadata.uid,
+        controller: true,
+      }),
+    ]);
+    expect(deliveries[1]?.reply?.data).toMatchObject({ inventorySha256: sha256Hex(expectedInventory) });
+
+    const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
+    const job = await batch.readNamespacedJob({ name: 'kud-edge-1', namespace });
+    expect(job.metadata?.labels).toEqual({
+      cluster: 'edge-1',
+      'app.kubernetes.io/managed-by': 'bpa-functions',
+    });
+    expect(job.metadata?.annotations?.['bpa.akraino.org/inventory-sha256']).toBe(
+      sha256Hex(expectedInventory),
+    );
+    expect(job.metadata?.ownerReferences?.[0]).toMatchObject({
+      name: 'edge',
+      uid: created.metadata.uid,
+      controller: true,
+    });
+    const container = job.spec?.template.spec?.containers[0];
+    expect(container?.image).toBe('registry.example/kud:1.2');
+    expect(container?.args).toEqual([kudInstallerScript('edge-1', '10.244.64.0/18', ['onap4k8s', 'emco'])]);
+    expect(container?.args?.[0]).toContain(
+      './installer --cluster edge-1 --network 10.244.64.0/18 --plugins onap4k8s emco',
+    );
+    expect(job.spec?.backoffLimit).toBe(0);
+    expect(job.spec?.activeDeadlineSeconds).toBe(7200);
+
+    let status = await readProvisioning(cluster.kubeConfig, namespace, 'edge');
+    expect(status.status?.nodes).toEqual([
+      {
+        label: 'master-1',
+        roles: ['master'],
+        mac: 'aa:bb:cc:00:01:01',
+        ip: '10.10.10.11',
+        source: 'dhcp-leases',
+      },
+      {
+        label: 'master-2',
+        roles: ['master', 'worker'],
+        mac: 'aa:bb:cc:00:01:02',
+        ip: '10.10.10.12',
+        source: 'dhcp-leases',
+      },
+      {
+        label: 'worker-1',
+        roles: ['worker'],
+        mac: 'aa:bb:cc:00:01:03',
+        ip: '10.10.20.21',
+        source: 'host-nics',
+      },
+    ]);
+    expect(status.status?.jobName).toBe('kud-edge-1');
+    for (const type of ['HostsResolved', 'InventoryRendered', 'JobLaunched'])
+      expect(conditionOf(status, type)).toMatchObject({ status: 'True', observedGeneration: 1 });
+    expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'Unknown' });
+
+    // The Job controller's part, then the Job ApiServerSource's update event.
+    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-edge-1', 'Complete');
+    const completion = await harness.publish(
+      await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-edge-1'),
+    );
+    expect(completion.map((d) => [d.target, d.status, d.reply?.type])).toEqual([
+      ['kud-job-launch', 200, EventTypes.clusterReady],
+    ]);
+    expect(completion[0]?.reply?.data).toMatchObject({ cluster: 'edge-1', configMap: 'edge-1-configmap' });
+
+    const ips = await core.readNamespacedConfigMap({ name: 'edge-1-configmap', namespace });
+    expect(ips.data).toEqual({
+      'MASTER_master-1': '10.10.10.11',
+      'MASTER_master-2': '10.10.10.12',
+      'WORKER_worker-1': '10.10.20.21',
+      'WORKER_master-2': '10.10.10.12',
+    });
+    expect(ips.metadata?.labels).toMatchObject({ cluster: 'edge-1' });
+    expect(ips.metadata?.ownerReferences?.[0]).toMatchObject({ name: 'edge', uid: created.metadata.uid });
+
+    status = await readProvisioning(cluster.kubeConfig, namespace, 'edge');
+    expect(conditionOf(status, 'KudInstalled')).toMatchObject({ status: 'True', observedGeneration: 1 });
+    expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'True', reason: 'ClusterReady' });
+
+    // Every transition is also a Kubernetes Event on the Provisioning.
+    const events = await core.listNamespacedEvent({ namespace });
+    const reasons = events.items.filter((e) => e.involvedObject.name === 'edge').map((e) => e.reason);
+    expect(reasons).toEqual(
+      expect.arrayContaining(['HostsResolved', 'InventoryRendered', 'JobLaunched', 'KudInstalled']),
+    );
+
+    // The Job keeps sending updates; completion is announced once.
+    const again = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-edge-1'));
+    expect(again.map((d) => d.status)).toEqual([204]);
+  });
+});

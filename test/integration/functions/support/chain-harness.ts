@@ -1,0 +1,257 @@
+/**
+ * Runs the functions through their real HTTP servers (127.0.0.1, ephemeral ports) and plays
+ * the broker's part in the simplest way: POST an event to every function whose Trigger
+ * accepts it, then POST each reply on, until no reply is left. Also plays the ApiServerSource
+ * (events built from live objects) and the Job controller (Job status through its subresource).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { BatchV1Api, type KubeConfig, type V1Job } from '@kubernetes/client-node';
+import { CloudEvent } from 'cloudevents';
+import { parseHttpEvent } from '../../../../shared/cloudevents/message.js';
+import { postEvent } from '../../../../shared/cloudevents/sink-client.js';
+import type { Env } from '../../../../shared/config.js';
+import { EventTypes, SourceEventTypes } from '../../../../shared/events/types.js';
+import { silentLogger } from '../../../../shared/log.js';
+import {
+  startFunctionServer,
+  type RunningFunctionServer,
+} from '../../../../shared/server/function-server.js';
+import type { FunctionDefinition } from '../../../../shared/server/types.js';
+
+export interface Delivery {
+  target: string;
+  event: CloudEvent<unknown>;
+  status: number;
+  reply?: CloudEvent<unknown>;
+  body: string;
+}
+
+/** Collects what functions send with context.send() (the sweep), as a broker ingress would. */
+export class EventCollector {
+  readonly events: CloudEvent<unknown>[] = [];
+  private server?: Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const parsed = parseHttpEvent(request.headers as Record<string, string>, Buffer.concat(chunks));
+        if (parsed.ok) this.events.push(parsed.event);
+        response.writeHead(parsed.ok ? 202 : 400).end();
+      });
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/ns/default`;
+  }
+
+  /** Takes (and forgets) what was collected so far. */
+  drain(): CloudEvent<unknown>[] {
+    return this.events.splice(0, this.events.length);
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+/** Which function a Trigger sends an event to (manifests/eventing/triggers-*.yaml). */
+function routesFor(event: CloudEvent<unknown>): string[] {
+  const kind = (event as unknown as { kind?: string }).kind;
+  switch (event.type) {
+    case SourceEventTypes.resourceAdd:
+      return kind === 'Provisioning' ? ['host-lookup'] : kind === 'Software' ? ['software-install'] : [];
+    case SourceEventTypes.resourceUpdate:
+      if (kind === 'Provisioning') return ['host-lookup'];
+      if (kind === 'Job') return ['kud-job-launch'];
+      return kind === 'Software' ? ['software-install'] : [];
+    case SourceEventTypes.ping:
+      return ['host-lookup', 'kud-job-launch', 'software-install'];
+    case EventTypes.hostsResolved:
+      return ['inventory-render'];
+    case EventTypes.inventoryRendered:
+      return ['kud-job-launch'];
+    case EventTypes.clusterReady:
+      return ['software-install'];
+    default:
+      return [];
+  }
+}
+
+export class ChainHarness {
+  readonly servers = new Map<string, RunningFunctionServer>();
+  readonly collector = new EventCollector();
+  /** Every delivery made, in order. */
+  readonly deliveries: Delivery[] = [];
+
+  constructor(
+    private readonly kubeConfig: KubeConfig,
+    private readonly env: Env = {},
+  ) {}
+
+  async start<C extends unknown[]>(definitions: { [K in keyof C]: FunctionDefinition<C[K]> }): Promise<void> {
+    await this.collector.start();
+    for (const definition of definitions as FunctionDefinition<unknown>[]) {
+      const server = await startFunctionServer({
+        definition,
+        host: '127.0.0.1',
+        port: 0,
+        kubeConfig: this.kubeConfig,
+        env: this.env,
+        sink: this.collector.url,
+        log: silentLogger,
+        tracing: false,
+        processMetrics: false,
+      });
+      this.servers.set(definition.name, server);
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const server of this.servers.values()) await server.close();
+    await this.collector.stop();
+  }
+
+  url(name: string): string {
+    const server = this.servers.get(name);
+    if (!server) throw new Error(`function ${name} is not started`);
+    return server.url;
+  }
+
+  /** One POST to one function. */
+  async deliver(target: string, event: CloudEvent<unknown>): Promise<Delivery> {
+    const response = await postEvent(this.url(target), event, { timeoutMs: 120_000 });
+    const delivery: Delivery = {
+      target,
+      event,
+      status: response.status,
+      body: response.body.toString('utf8'),
+      ...(response.replyEvent ? { reply: response.replyEvent } : {}),
+    };
+    this.deliveries.push(delivery);
+    return delivery;
+  }
+
+  /**
+   * Delivers the event to every started function whose Trigger takes it, then each reply the
+   * same way, breadth first, until nothing is left. Returns every delivery made.
+   */
+  async publish(event: CloudEvent<unknown>): Promise<Delivery[]> {
+    const made: Delivery[] = [];
+    const queue = [event];
+    while (queue.length > 0) {
+      const next = queue.shift() as CloudEvent<unknown>;
+      for (const target of routesFor(next).filter((name) => this.servers.has(name))) {
+        const delivery = await this.deliver(target, next);
+        made.push(delivery);
+        if (delivery.reply) queue.push(delivery.reply);
+      }
+    }
+    return made;
+  }
+
+  /** Every reply of the given type seen so far. */
+  replies(type: string): CloudEvent<unknown>[] {
+    return this.deliveries.flatMap((d) => (d.reply?.type === type ? [d.reply] : []));
+  }
+}
+
+/** What Knative's ApiServerSource (mode Resource) emits for an object. */
+export function sourceEvent(
+  type: 'add' | 'update',
+  object: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } },
+): CloudEvent<unknown> {
+  const plural = object.kind.toLowerCase().endsWith('s')
+    ? `${object.kind.toLowerCase()}es`
+    : `${object.kind.toLowerCase()}s`;
+  return new CloudEvent<unknown>({
+    type: `dev.knative.apiserver.resource.${type}`,
+    source: 'https://127.0.0.1:6443',
+    subject: `/apis/${object.apiVersion}/namespaces/${object.metadata.namespace}/${plural}/${object.metadata.name}`,
+    datacontenttype: 'application/json',
+    data: object,
+    kind: object.kind,
+    name: object.metadata.name,
+    namespace: object.metadata.namespace ?? '',
+    apiversion: object.apiVersion,
+  });
+}
+
+export const pingEvent = () =>
+  new CloudEvent<unknown>({
+    type: SourceEventTypes.ping,
+    source: '/apis/v1/namespaces/bpa-system/pingsources/sweep',
+    datacontenttype: 'application/json',
+    data: { sweep: true },
+  });
+
+/**
+ * Finishes a Job as the Job controller (1.31+) does, through the status subresource: startTime,
+ * then SuccessCriteriaMet + Complete with completionTime, or FailureTarget + Failed.
+ */
+export async function finishJobAsController(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+  outcome: 'Complete' | 'Failed',
+): Promise<V1Job> {
+  const batch = kubeConfig.makeApiClient(BatchV1Api);
+  const job = await batch.readNamespacedJob({ name, namespace });
+  const start = new Date(Date.now() - 90_000);
+  const end = new Date();
+  const condition = (type: string, reason: string, message: string) => ({
+    type,
+    status: 'True',
+    reason,
+    message,
+    lastProbeTime: end,
+    lastTransitionTime: end,
+  });
+  const status =
+    outcome === 'Complete'
+      ? {
+          startTime: start,
+          completionTime: end,
+          succeeded: 1,
+          active: 0,
+          ready: 0,
+          terminating: 0,
+          uncountedTerminatedPods: {},
+          conditions: [
+            condition(
+              'SuccessCriteriaMet',
+              'CompletionsReached',
+              'Reached expected number of succeeded pods',
+            ),
+            condition('Complete', 'CompletionsReached', 'Reached expected number of succeeded pods'),
+          ],
+        }
+      : {
+          startTime: start,
+          failed: 1,
+          active: 0,
+          ready: 0,
+          terminating: 0,
+          uncountedTerminatedPods: {},
+          conditions: [
+            condition('FailureTarget', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'),
+            condition('Failed', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'),
+          ],
+        };
+  return batch.replaceNamespacedJobStatus({ name, namespace, body: { ...job, status } });
+}
+
+/** The live Job as an update event (what the Job ApiServerSource sends after a status change). */
+export async function jobUpdateEvent(kubeConfig: KubeConfig, namespace: string, name: string) {
+  const batch = kubeConfig.makeApiClient(BatchV1Api);
+  const job = await batch.readNamespacedJob({ name, namespace });
+  // The source sends the object as the API server serialises it (JSON, strings for times).
+  const data = JSON.parse(JSON.stringify(job)) as {
+    apiVersion?: string;
+    kind?: string;
+    metadata: { name: string };
+  };
+  return sourceEvent('update', { ...data, apiVersion: 'batch/v1', kind: 'Job' });
+}

@@ -1,0 +1,134 @@
+/** Objects the function tests put into the real API server. */
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+
+export const bpaGroup = { group: 'bpa.akraino.org', version: 'v1alpha1' } as const;
+
+export interface NodeSpec {
+  label: string;
+  mac?: string | null;
+}
+
+/** A Provisioning; `workers` entries with `mac: undefined` are written as `- <label>:` (null). */
+export function provisioningObject(options: {
+  name: string;
+  namespace: string;
+  cluster: string;
+  clusterType?: string;
+  masters: NodeSpec[];
+  workers?: NodeSpec[];
+  podSubnet?: string;
+  kudPlugins?: string[];
+}) {
+  const entry = ({ label, mac }: NodeSpec) => ({
+    [label]: mac === undefined ? null : { 'mac-address': mac },
+  });
+  return {
+    apiVersion: 'bpa.akraino.org/v1alpha1',
+    kind: 'Provisioning',
+    metadata: {
+      name: options.name,
+      namespace: options.namespace,
+      labels: {
+        cluster: options.cluster,
+        ...(options.clusterType ? { 'cluster-type': options.clusterType } : {}),
+      },
+    },
+    spec: {
+      masters: options.masters.map(entry),
+      ...(options.workers ? { workers: options.workers.map(entry) } : {}),
+      ...(options.podSubnet ? { PodSubnet: options.podSubnet } : {}),
+      ...(options.kudPlugins ? { KUDPlugins: options.kudPlugins } : {}),
+    },
+  };
+}
+
+export async function createProvisioning(
+  kubeConfig: KubeConfig,
+  object: ReturnType<typeof provisioningObject>,
+) {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  return (await api.createNamespacedCustomObject({
+    ...bpaGroup,
+    plural: 'provisionings',
+    namespace: object.metadata.namespace,
+    body: object,
+  })) as StoredProvisioning;
+}
+
+export interface StoredProvisioning {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; uid: string; generation: number; resourceVersion: string };
+  spec: Record<string, unknown>;
+  status?: {
+    conditions?: {
+      type: string;
+      status: string;
+      reason?: string;
+      message?: string;
+      observedGeneration?: number;
+    }[];
+    nodes?: { label: string; roles: string[]; mac: string; ip: string; source: string }[];
+    jobName?: string;
+  };
+}
+
+export async function readProvisioning(kubeConfig: KubeConfig, namespace: string, name: string) {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  return (await api.getNamespacedCustomObject({
+    ...bpaGroup,
+    plural: 'provisionings',
+    namespace,
+    name,
+  })) as StoredProvisioning;
+}
+
+export const conditionOf = (object: { status?: StoredProvisioning['status'] }, type: string) =>
+  object.status?.conditions?.find((c) => c.type === type);
+
+/**
+ * A BareMetalHost with the status Metal3's schema requires; created first, then given its
+ * status through the status subresource (a status sent with the object is dropped).
+ */
+export async function createBareMetalHost(
+  kubeConfig: KubeConfig,
+  options: {
+    name: string;
+    namespace: string;
+    bootMac: string;
+    nics?: { name: string; mac: string; ip: string }[];
+  },
+) {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const target = {
+    group: 'metal3.io',
+    version: 'v1alpha1',
+    plural: 'baremetalhosts',
+    namespace: options.namespace,
+  };
+  const created = (await api.createNamespacedCustomObject({
+    ...target,
+    body: {
+      apiVersion: 'metal3.io/v1alpha1',
+      kind: 'BareMetalHost',
+      metadata: { name: options.name, namespace: options.namespace },
+      spec: { online: true, bootMACAddress: options.bootMac },
+    },
+  })) as Record<string, unknown>;
+  await api.replaceNamespacedCustomObjectStatus({
+    ...target,
+    name: options.name,
+    body: {
+      ...created,
+      status: {
+        errorCount: 0,
+        errorMessage: '',
+        operationalStatus: 'OK',
+        poweredOn: true,
+        provisioning: { ID: `id-${options.name}`, state: 'provisioned' },
+        provisioningFailCount: 0,
+        hardware: { nics: options.nics ?? [] },
+      },
+    },
+  });
+}
