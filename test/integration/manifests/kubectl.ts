@@ -1,0 +1,69 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { kustomize, manifestsDir } from '../../unit/manifests/kustomize.js';
+
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs kubectl against the test control plane; resolves with the exit code, never rejects on it. */
+export function kubectl(kubeconfig: string, args: string[], input?: string): Promise<KubectlResult> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'kubectl',
+      ['--kubeconfig', kubeconfig, ...args],
+      { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        if (error && typeof error.code !== 'number') reject(error);
+        else resolve({ code: typeof error?.code === 'number' ? error.code : 0, stdout, stderr });
+      },
+    );
+    child.stdin?.end(input ?? '');
+  });
+}
+
+/** Runs `task` over `items` with at most `limit` at a time (kubectl processes on a small machine). */
+export async function mapLimited<T, R>(items: T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await task(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/**
+ * manifests/ rendered into another namespace (and, optionally, with a name prefix), through a
+ * throw-away overlay: what a user's overlay would produce, and isolated from other test files.
+ */
+export function kustomizeInto(namespace: string, options: { namePrefix?: string; components?: string[] } = {}) {
+  const overlay = mkdtempSync(join(tmpdir(), 'bpa-overlay-'));
+  try {
+    const rel = relative(overlay, manifestsDir);
+    writeFileSync(
+      join(overlay, 'kustomization.yaml'),
+      [
+        'apiVersion: kustomize.config.k8s.io/v1beta1',
+        'kind: Kustomization',
+        `namespace: ${namespace}`,
+        ...(options.namePrefix ? [`namePrefix: ${options.namePrefix}`] : []),
+        `resources: [${rel}]`,
+        ...(options.components
+          ? [`components: [${options.components.map((c) => `${rel}/components/${c}`).join(', ')}]`]
+          : []),
+        '',
+      ].join('\n'),
+    );
+    return kustomize(overlay);
+  } finally {
+    rmSync(overlay, { recursive: true, force: true });
+  }
+}

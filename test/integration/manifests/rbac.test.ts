@@ -1,0 +1,107 @@
+import { stringify } from 'yaml';
+import { z } from 'zod';
+import { useTestCluster } from '../../support/cluster.js';
+import { parseObjects } from '../../unit/manifests/kustomize.js';
+import {
+  forbiddenSamples,
+  grantsAsRules,
+  permissionKey,
+  permissionsOf,
+  rbacTable,
+  type Permission,
+} from '../../unit/manifests/rbac-table.js';
+import { kubectl, kustomizeInto, mapLimited } from './kubectl.js';
+
+// The RBAC objects applied for real, then the API server asked, as each ServiceAccount, about
+// every permission of the table (yes), a sample of others (no), and for its whole rule list
+// (exactly the table). Rendered into this file's namespace with a name prefix so the
+// cluster-scoped roles do not collide with anything else in the run.
+const cluster = useTestCluster({ namespacePrefix: 'manifests-rbac' });
+const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'];
+let prefix = '';
+const userOf = (serviceAccount: string) => `system:serviceaccount:${cluster.namespace}:${prefix}${serviceAccount}`;
+
+/** `kubectl auth can-i` in every namespace at once: the functions work across all of them. */
+async function canI(serviceAccount: string, p: Permission): Promise<boolean> {
+  const [resource, subresource] = p.resource.split('/');
+  const target = `${resource}${p.group ? `.${p.group}` : ''}${p.resourceName ? `/${p.resourceName}` : ''}`;
+  const args = ['auth', 'can-i', p.verb, target, '--all-namespaces', `--as=${userOf(serviceAccount)}`];
+  if (subresource) args.push(`--subresource=${subresource}`);
+  const result = await kubectl(cluster.kubeconfigPath, args);
+  const answer = result.stdout.trim();
+  if (answer !== 'yes' && answer !== 'no') throw new Error(`kubectl ${args.join(' ')}: ${result.stderr}`);
+  return answer === 'yes';
+}
+
+const rulesReviewSchema = z.object({
+  status: z.object({
+    resourceRules: z.array(
+      z.object({
+        verbs: z.array(z.string()),
+        apiGroups: z.array(z.string()).default([]),
+        resources: z.array(z.string()).default([]),
+        resourceNames: z.array(z.string()).optional(),
+      }),
+    ),
+  }),
+});
+
+/** Every resource rule the API server applies to `serviceAccount` (SelfSubjectRulesReview). */
+async function rulesOf(serviceAccount: string, namespace: string) {
+  const review = { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectRulesReview', spec: { namespace } };
+  const result = await kubectl(
+    cluster.kubeconfigPath,
+    ['create', '--validate=false', '-f', '-', '-o', 'json', `--as=${userOf(serviceAccount)}`],
+    JSON.stringify(review),
+  );
+  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+  return rulesReviewSchema.parse(JSON.parse(result.stdout)).status.resourceRules;
+}
+
+beforeAll(async () => {
+  prefix = `${cluster.namespace}-`;
+  const objects = parseObjects(kustomizeInto(cluster.namespace, { namePrefix: prefix })).filter((o) =>
+    rbacKinds.includes(o.kind),
+  );
+  expect(objects.length).toBe(Object.keys(rbacTable).length * 3);
+  const result = await kubectl(
+    cluster.kubeconfigPath,
+    ['apply', '-f', '-'],
+    objects.map((o) => stringify(o)).join('---\n'),
+  );
+  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+});
+
+afterAll(async () => {
+  if (!prefix) return;
+  // The namespace (and its ServiceAccounts) goes with useTestCluster; the cluster-scoped objects here.
+  const names = Object.values(rbacTable).map((a) => `${prefix}${a.clusterRole}`);
+  await kubectl(cluster.kubeconfigPath, ['delete', 'clusterrolebinding', ...names, '--ignore-not-found']);
+  await kubectl(cluster.kubeconfigPath, ['delete', 'clusterrole', ...names, '--ignore-not-found']);
+});
+
+describe.each(Object.entries(rbacTable))('%s', (_, account) => {
+  const granted = permissionsOf(grantsAsRules(account.grants));
+
+  it('may do every call of the RBAC table, in every namespace', async () => {
+    const answers = await mapLimited(granted, 4, async (p) => [permissionKey(p), await canI(account.serviceAccount, p)]);
+    expect(answers).toEqual(granted.map((p) => [permissionKey(p), true]));
+  });
+
+  it('may not do the forbidden samples, nor write specs or read other Secrets', async () => {
+    const answers = await mapLimited(forbiddenSamples, 4, async (p) => [
+      permissionKey(p),
+      await canI(account.serviceAccount, p),
+    ]);
+    expect(answers).toEqual(forbiddenSamples.map((p) => [permissionKey(p), false]));
+  });
+
+  it('has exactly the table’s rules and nothing more', async () => {
+    const rules = await rulesOf(account.serviceAccount, 'some-user-namespace');
+    // Every authenticated user may ask what it may do (system:basic-user): not ours to grant.
+    const selfReviews = ['authorization.k8s.io', 'authentication.k8s.io'];
+    const ours = rules.filter((r) => !r.apiGroups.every((g) => selfReviews.includes(g)));
+    const keys = (list: Permission[]) => [...new Set(list.map(permissionKey))].sort();
+    expect(keys(permissionsOf(ours))).toEqual(keys(granted));
+  });
+});
