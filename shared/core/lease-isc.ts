@@ -27,6 +27,9 @@ const BACKSLASH = 92;
 const SEMI = 59;
 const OPEN = 123;
 const CLOSE = 125;
+const LOWER_B = 98;
+const LOWER_H = 104;
+const LOWER_L = 108;
 
 function isDelimiter(code: number): boolean {
   return (
@@ -43,8 +46,11 @@ function isDelimiter(code: number): boolean {
   );
 }
 
+const specials = [';', '{', '}', '"', '#'];
+
 class IscLeaseScanner {
   private pos = 0;
+  private readonly nextSpecialAt = specials.map(() => -1);
   private readonly leases = new Map<string, string | null>();
   constructor(private readonly text: string) {}
 
@@ -55,13 +61,15 @@ class IscLeaseScanner {
       if (code === SEMI || code === CLOSE) {
         // An empty statement or a stray closing brace: nothing to read.
         this.pos++;
-      } else if (this.atKeyword('lease')) {
+      } else if (code === LOWER_L && this.atKeyword('lease')) {
         this.pos += 5;
         this.readLease();
       } else {
         this.skipStatement();
       }
     }
+    // Addresses are checked once per MAC rather than once per block.
+    for (const [mac, ip] of this.leases) if (ip !== null && isIP(ip) === 0) this.leases.set(mac, null);
     return this.leases;
   }
 
@@ -84,22 +92,28 @@ class IscLeaseScanner {
       }
       if (code === SEMI) {
         this.pos++;
-      } else if (this.atKeyword('hardware')) {
-        this.pos += 8;
-        const type = this.readWord();
-        const address = this.readWord();
-        if (type === 'ethernet' && address !== null) mac = normaliseLeaseMac(address);
-        this.skipStatement();
-      } else if (this.atKeyword('binding')) {
-        this.pos += 7;
-        const state = this.readWord() === 'state' ? this.readWord() : null;
-        active = state === 'active';
-        this.skipStatement();
-      } else {
-        this.skipStatement();
+        continue;
       }
+      if (code === LOWER_H && this.atKeyword('hardware')) {
+        this.pos += 8;
+        if (this.skipWord('ethernet')) {
+          const address = this.readWord();
+          if (address !== null) mac = normaliseLeaseMac(address);
+        }
+      } else if (code === LOWER_B && this.atKeyword('binding')) {
+        this.pos += 7;
+        if (this.skipWord('state')) active = this.skipWord('active');
+      }
+      this.skipStatement();
     }
-    if (mac !== null && isIP(ip) !== 0) this.leases.set(mac, active ? ip : null);
+    if (mac !== null) this.leases.set(mac, active ? ip : null);
+  }
+
+  /** Moves past `word` (after any space) and answers true when it is next; else stays put. */
+  private skipWord(word: string): boolean {
+    if (!this.skipSpace() || !this.atKeyword(word)) return false;
+    this.pos += word.length;
+    return true;
   }
 
   /** Skips whitespace and `#` comments; false at end of text. */
@@ -167,40 +181,75 @@ class IscLeaseScanner {
   /**
    * Moves past the rest of the current statement: up to and including its `;`, or its whole
    * `{ ... }` block (nested blocks included). A `}` closing the enclosing block is left for
-   * the caller.
+   * the caller. Jumps from one special character to the next with indexOf.
    */
   private skipStatement(): void {
     const { text } = this;
     const end = text.length;
     let pos = this.pos;
     let depth = 0;
-    while (pos < end) {
-      const code = text.charCodeAt(pos);
-      if (code === QUOTE) {
-        pos++;
-        while (pos < end) {
-          const inner = text.charCodeAt(pos);
-          if (inner === BACKSLASH) pos += 2;
-          else if (inner === QUOTE) break;
-          else pos++;
-        }
-        pos++;
-      } else if (code === HASH) {
-        const newline = text.indexOf('\n', pos);
-        pos = newline === -1 ? end : newline + 1;
-      } else if (code === SEMI) {
-        pos++;
+    for (;;) {
+      const at = this.nextSpecial(pos);
+      if (at >= end) {
+        pos = end;
+        break;
+      }
+      const code = text.charCodeAt(at);
+      if (code === SEMI) {
+        pos = at + 1;
         if (depth === 0) break;
+      } else if (code === QUOTE) {
+        pos = this.endOfQuoted(at);
+      } else if (code === HASH) {
+        const newline = text.indexOf('\n', at);
+        pos = newline === -1 ? end : newline + 1;
       } else if (code === OPEN) {
         depth++;
-        pos++;
-      } else if (code === CLOSE) {
-        if (depth === 0) break;
+        pos = at + 1;
+      } else {
+        // CLOSE
+        if (depth === 0) {
+          pos = at;
+          break;
+        }
         depth--;
-        pos++;
+        pos = at + 1;
         if (depth === 0) break;
-      } else pos++;
+      }
     }
     this.pos = pos;
+  }
+
+  /** Index just past the closing quote of the string opening at `open` (escapes honoured). */
+  private endOfQuoted(open: number): number {
+    const { text } = this;
+    let at = open;
+    for (;;) {
+      at = text.indexOf('"', at + 1);
+      if (at === -1) return text.length;
+      let backslashes = 0;
+      while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++;
+      if (backslashes % 2 === 0) return at + 1;
+    }
+  }
+
+  /**
+   * Position of the next `;`, `{`, `}`, `"` or `#` at or after `from`. Each character's next
+   * position is cached and only searched again once the cursor has passed it, so the whole
+   * file is searched about once per special character: linear, and at indexOf speed.
+   */
+  private nextSpecial(from: number): number {
+    const cache = this.nextSpecialAt;
+    let nearest = this.text.length;
+    for (let k = 0; k < specials.length; k++) {
+      let at = cache[k]!;
+      if (at < from) {
+        at = this.text.indexOf(specials[k]!, from);
+        if (at === -1) at = this.text.length;
+        cache[k] = at;
+      }
+      if (at < nearest) nearest = at;
+    }
+    return nearest;
   }
 }

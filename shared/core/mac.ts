@@ -1,5 +1,6 @@
 import { invalid } from '../errors.js';
 
+const normalisedPattern = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/;
 const macPattern = /^[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}$/;
 
 /**
@@ -7,6 +8,8 @@ const macPattern = /^[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}$/;
  * not a MAC. Input may use upper case and `-` separators, but not a mix of separators.
  */
 export function normaliseMac(text: string): string | null {
+  // Fast path: most MACs already arrive normalised (hosts, leases, earlier output).
+  if (text.length === 17 && normalisedPattern.test(text)) return text;
   const lower = text.trim().toLowerCase();
   if (!macPattern.test(lower)) return null;
   return lower.includes('-') ? lower.replaceAll('-', ':') : lower;

@@ -4,7 +4,7 @@ import type { ClusterType, IpSource, ResolvedNode } from '../schemas/node.js';
 import type { Pod } from '../schemas/pod.js';
 import type { Provisioning } from '../schemas/provisioning.js';
 import { clusterTypeOf } from './cluster-type.js';
-import { indexHostsByMac, type HostMacEntry } from './host-index.js';
+import { hostNicIp, indexHostsByMac, type HostMacEntry } from './host-index.js';
 import type { LeaseIndex } from './leases.js';
 import { planNodes, type NodePlan } from './node-plan.js';
 import { indexVirtletVmsByMac, type VirtletVm } from './pod-index.js';
@@ -81,7 +81,8 @@ function ipFrom(
     const ip = leases?.byMac.get(mac);
     return ip ? { ip, source: 'dhcp-leases' } : undefined;
   }
-  return host.nicIp ? { ip: host.nicIp, source: 'host-nics' } : undefined;
+  const ip = hostNicIp(host);
+  return ip ? { ip, source: 'host-nics' } : undefined;
 }
 
 export function resolveVirtletNodes(

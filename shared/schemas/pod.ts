@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { objectMetaSchema } from './kube.js';
 
 /** Virtlet VM pods carry this annotation. */
 export const virtletRuntimeAnnotation = 'kubernetes.io/target-runtime';
@@ -10,15 +9,16 @@ export const networkStatusAnnotations = [
   'k8s.v1.cni.cncf.io/networks-status',
 ] as const;
 
-/** The parts of a Pod the Virtlet path reads. */
-export const podSchema = z
-  .object({
-    apiVersion: z.string().optional(),
-    kind: z.literal('Pod').optional(),
-    metadata: objectMetaSchema,
-    status: z.object({ phase: z.string().optional(), podIP: z.string().nullish() }).loose().nullish(),
-  })
-  .loose();
+/** The parts of a Pod the Virtlet path reads; everything else is dropped while parsing. */
+export const podSchema = z.object({
+  kind: z.literal('Pod').optional(),
+  metadata: z.object({
+    name: z.string().min(1, 'must not be empty'),
+    namespace: z.string().optional(),
+    annotations: z.record(z.string(), z.string()).nullish(),
+  }),
+  status: z.object({ phase: z.string().optional(), podIP: z.string().nullish() }).nullish(),
+});
 export type Pod = z.infer<typeof podSchema>;
 
 /** One entry of the Multus network status annotation (a JSON array of these). */

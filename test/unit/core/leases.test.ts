@@ -66,10 +66,10 @@ lease 10.0.0.2 { binding state active; hardware ethernet 00:00:00:00:00:02;`;
     expect(parseIscLeases(text).size).toBe(0);
   });
 
-  it('ignores a lease whose address is not an IP', () => {
-    expect(
-      parseIscLeases('lease nope { binding state active; hardware ethernet 00:00:00:00:00:01; }').size,
-    ).toBe(0);
+  it('gives no IP when the deciding block has an address that is not an IP', () => {
+    const text = `lease 10.0.0.1 { binding state active; hardware ethernet 00:00:00:00:00:01; }
+lease nope { binding state active; hardware ethernet 00:00:00:00:00:01; }`;
+    expect(parseIscLeases(text).get('00:00:00:00:00:01')).toBeNull();
   });
 });
 

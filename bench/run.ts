@@ -1,0 +1,18 @@
+import { brokerBench } from './broker.js';
+import { resolutionBench } from './resolution.js';
+
+/** One benchmark: prints its own figures through `print`. */
+export interface BenchModule {
+  name: string;
+  run: (print: (line: string) => void) => Promise<void> | void;
+}
+
+/** Benchmarks run in this order by `npm run bench`. Add new modules to the list. */
+const benches: BenchModule[] = [resolutionBench, brokerBench];
+
+const print = (line: string) => process.stdout.write(`${line}\n`);
+for (const bench of benches) {
+  print(`# ${bench.name}`);
+  await bench.run(print);
+  print('');
+}
