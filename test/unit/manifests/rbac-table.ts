@@ -69,7 +69,7 @@ export const rbacTable: Record<string, Account> = {
       { group: bpa, resource: 'softwares', verbs: ['get', 'list'] },
       { group: bpa, resource: 'softwares/status', verbs: ['get', 'update', 'patch'] },
       { group: '', resource: 'configmaps', verbs: ['get', 'list'] },
-      { group: '', resource: 'secrets', verbs: ['get'], resourceNames: ['ssh-key-secret', 'ssh-known-hosts'] },
+      { group: '', resource: 'secrets', verbs: ['get'], resourceNames: ['ssh-key-secret'] },
       ...eventGrants,
     ],
   },
