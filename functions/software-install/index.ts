@@ -1,0 +1,89 @@
+import type { CloudEvent } from 'cloudevents';
+import { invalid } from '../../shared/errors.js';
+import {
+  EventTypes,
+  SourceEventTypes,
+  clusterReadyDataSchema,
+  kubeObjectSchema,
+  pingDataSchema,
+  type ClusterReadyData,
+} from '../../shared/events/types.js';
+import { provisioningApiVersion } from '../../shared/schemas/provisioning.js';
+import { softwareKind } from '../../shared/schemas/software.js';
+import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
+import { softwaresResource } from '../../shared/k8s/resources.js';
+import { listCustomObjects } from '../../shared/k8s/status-writer.js';
+import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
+import { softwareInstallConfigSchema, type SoftwareInstallConfig } from './config.js';
+import { installSoftware } from './install-software.js';
+import { softwareInstallMetrics } from './metrics.js';
+import { functionName, softwareTarget } from './software-status.js';
+import { getCustomObject } from '../../shared/k8s/status-writer.js';
+import { announce, needsInstall, sweep } from './sweep.js';
+
+/**
+ * software-install: a Software was added or changed, or its cluster became ready → install
+ * its packages over SSH on every node and reply software.installed / software.failed. A
+ * Software whose cluster is not ready waits (status says so) until cluster.ready.
+ */
+export async function handle(
+  context: FunctionContext<SoftwareInstallConfig>,
+  event: CloudEvent<unknown>,
+): Promise<HandlerResult> {
+  const clients = kubeClients(context.kubeConfig);
+  switch (event.type) {
+    case EventTypes.clusterReady:
+      return onClusterReady(context, clients, clusterReadyDataSchema.parse(event.data));
+    case SourceEventTypes.ping:
+      await sweep(context);
+      return undefined;
+    default: {
+      const object = kubeObjectSchema.parse(event.data);
+      if (object.kind !== softwareKind || object.apiVersion !== provisioningApiVersion) {
+        context.log.debug('not a Software; ignored', { kind: object.kind });
+        return undefined;
+      }
+      const namespace = object.metadata.namespace;
+      if (!namespace)
+        throw invalid('MissingNamespace', `Software ${object.metadata.name} has no namespace in the event`);
+      const live = await getCustomObject(clients, softwareTarget(namespace, object.metadata.name));
+      if (!live) return undefined;
+      const outcome = await installSoftware(context, clients, live);
+      return 'event' in outcome ? outcome.event : undefined;
+    }
+  }
+}
+
+/** Every Software of the cluster in its namespace that still needs installing, one after another. */
+async function onClusterReady(
+  context: FunctionContext<SoftwareInstallConfig>,
+  clients: KubeClients,
+  data: ClusterReadyData,
+): Promise<HandlerResult> {
+  const waiting = (
+    await listCustomObjects(clients, softwaresResource, {
+      namespace: data.provisioning.namespace,
+      labelSelector: `cluster=${data.cluster}`,
+    })
+  ).filter((item) => needsInstall(item));
+  context.log.info('cluster ready', { cluster: data.cluster, softwares: waiting.length });
+  const events: CloudEvent<unknown>[] = [];
+  for (const item of waiting) {
+    const outcome = await installSoftware(context, clients, item);
+    if ('event' in outcome && outcome.event) events.push(outcome.event);
+  }
+  return announce(context, events);
+}
+
+export const definition: FunctionDefinition<SoftwareInstallConfig> = {
+  name: functionName,
+  accepts: {
+    [SourceEventTypes.resourceAdd]: kubeObjectSchema,
+    [SourceEventTypes.resourceUpdate]: kubeObjectSchema,
+    [EventTypes.clusterReady]: clusterReadyDataSchema,
+    [SourceEventTypes.ping]: pingDataSchema,
+  },
+  configSchema: softwareInstallConfigSchema,
+  handle,
+  metrics: softwareInstallMetrics,
+};

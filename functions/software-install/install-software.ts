@@ -1,0 +1,325 @@
+import { hostname } from 'node:os';
+import type { CloudEvent } from 'cloudevents';
+import { chainEvent } from '../../shared/cloudevents/chain-event.js';
+import { clusterConfigMapName } from '../../shared/core/names.js';
+import { BpaError } from '../../shared/errors.js';
+import { EventTypes, softwareSubject } from '../../shared/events/types.js';
+import { describeIssues } from '../../shared/schemas/issues.js';
+import { softwareSchema, type Software } from '../../shared/schemas/software.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { readOrUndefined } from '../../shared/k8s/api-errors.js';
+import { conditionFor, setCondition } from '../../shared/k8s/conditions.js';
+import { conditionsOf, writeConditions } from '../../shared/k8s/condition-writer.js';
+import { recordEvent } from '../../shared/k8s/events.js';
+import { getCustomObject, replaceStatus } from '../../shared/k8s/status-writer.js';
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import type { FunctionContext } from '../../shared/server/types.js';
+import { clusterNodesFrom, findClusterConfigMap, type ClusterNode } from './cluster-nodes.js';
+import type { SoftwareInstallConfig } from './config.js';
+import { hostKeyVerification } from './host-keys.js';
+import { hostInstalls, sshCommandDuration, sshConnectDuration } from './metrics.js';
+import {
+  SoftwareCondition,
+  activeClaim,
+  eventHost,
+  failSoftware,
+  functionName,
+  softwareIdentity,
+  softwareRef,
+  softwareTarget,
+  type HostStatus,
+} from './software-status.js';
+import { buildInstallCommand, packageWord } from './ssh/command.js';
+import { packagesForRoles, planInstall, runInstall, type HostInstallResult } from './ssh/install.js';
+
+/** Why nothing was installed now; `event` is what to announce, if anything. */
+export type InstallOutcome =
+  { kind: 'installed' | 'failed'; event?: CloudEvent<unknown> } | { kind: 'waiting' | 'skipped' };
+
+/** Reasons the sweep retries: the world may have changed without a new generation. */
+export const retryableReasons = new Set(['ClusterNotReady', 'SshKeySecretMissing']);
+
+const errorTailLines = 5;
+
+/**
+ * Installs one Software on its cluster's nodes (contract section 7), if this generation is
+ * not installed, failed or being installed already:
+ * validate → find the cluster's ConfigMap (none: wait, ClusterNotReady) → SSH key → claim
+ * (Installed=Unknown Installing, resourceVersion precondition) → SSH to every node in
+ * parallel → per-host results, Installed/Ready, software.installed or software.failed.
+ */
+export async function installSoftware(
+  context: FunctionContext<SoftwareInstallConfig>,
+  clients: KubeClients,
+  live: StoredObject,
+): Promise<InstallOutcome> {
+  const ref = softwareRef(live);
+  const installed = conditionFor(conditionsOf(live), SoftwareCondition.installed, ref.generation);
+  if (installed?.status === 'True') return { kind: 'skipped' };
+  if (installed?.status === 'False' && !retryableReasons.has(installed.reason ?? ''))
+    return { kind: 'skipped' };
+  if (activeClaim(live, ref.generation)) return { kind: 'skipped' };
+  const log = context.log.child({ software: `${ref.namespace}/${ref.name}` });
+
+  const parsed = softwareSchema.safeParse(live);
+  if (!parsed.success) {
+    const message = `Software ${ref.namespace}/${ref.name} is invalid: ${describeIssues(parsed.error)}`;
+    return {
+      kind: 'failed',
+      event: await failSoftware(clients, live, { reason: 'InvalidSoftware', message }, log),
+    };
+  }
+  const software = parsed.data;
+  try {
+    validatePackages(software, context.config.SSH_USER);
+  } catch (error) {
+    if (!(error instanceof BpaError)) throw error;
+    return {
+      kind: 'failed',
+      event: await failSoftware(clients, live, { reason: error.reason, message: error.message }, log),
+    };
+  }
+
+  const cluster = software.metadata.labels.cluster;
+  const configMap = await findClusterConfigMap(clients, ref.namespace, cluster);
+  if (!configMap) {
+    await waitForCluster(context, clients, live, cluster);
+    return { kind: 'waiting' };
+  }
+  const nodes = clusterNodesFrom(configMap.data ?? {});
+
+  const secretName = context.config.SSH_KEY_SECRET;
+  const secret = await readOrUndefined(`read Secret ${ref.namespace}/${secretName}`, () =>
+    clients.core.readNamespacedSecret({ name: secretName, namespace: ref.namespace }),
+  );
+  const keyData = secret?.data?.id_rsa;
+  if (!keyData) {
+    const message = `SSH key not found: Secret ${secretName} with key id_rsa in namespace ${ref.namespace}`;
+    return {
+      kind: 'failed',
+      event: await failSoftware(clients, live, { reason: 'SshKeySecretMissing', message }, log),
+    };
+  }
+  const privateKey = Buffer.from(keyData, 'base64');
+
+  const targets = nodes.map((node) => ({
+    node: node.label,
+    ip: node.ip,
+    roles: node.roles,
+    packages: packagesForRoles(node.roles, softwareLists(software)),
+  }));
+  const plans = planInstall(targets, context.config.SSH_USER);
+  const claimed = await claim(context, clients, live, plans.length);
+  if (!claimed) {
+    log.info('another instance is installing this generation');
+    return { kind: 'skipped' };
+  }
+
+  const hostKeys = await hostKeyVerification(context.config, clients, claimed, cluster);
+  log.info('installing', { cluster, hosts: plans.length });
+  const results = await runInstall({
+    hosts: plans,
+    port: context.config.SSH_PORT,
+    username: context.config.SSH_USER,
+    privateKey,
+    hostKeys,
+    connectTimeoutMs: context.config.SSH_CONNECT_TIMEOUT_SECONDS * 1000,
+    commandTimeoutMs: context.config.SSH_TIMEOUT_SECONDS * 1000,
+    concurrency: context.config.SSH_CONCURRENCY,
+    logger: log,
+  });
+  const fingerprints = hostKeys.mode === 'trust-on-first-use' ? (hostKeys.fingerprints ?? {}) : {};
+  const byNode = new Map(targets.map((t) => [t.node + '\u0000' + t.ip, t]));
+  const hosts = results.map((result) => {
+    recordHostMetrics(context, result);
+    const target = byNode.get(result.node + '\u0000' + result.ip);
+    const words = [...new Set((target?.packages ?? []).map(packageWord))];
+    return hostStatus(result, target?.roles ?? [], words, fingerprints[result.ip]);
+  });
+  return finish(context, clients, claimed, cluster, nodes, hosts);
+}
+
+const softwareLists = (software: Software) => ({
+  masterSoftware: software.spec.masterSoftware ?? [],
+  workerSoftware: software.spec.workerSoftware ?? [],
+});
+
+/** Every package word must be valid before anything connects (names, versions, length). */
+function validatePackages(software: Software, username: string) {
+  for (const roles of [['master'], ['worker']] as const) {
+    const packages = packagesForRoles(roles, softwareLists(software));
+    for (const spec of packages) packageWord(spec);
+    if (packages.length > 0) buildInstallCommand({ packages, username });
+  }
+}
+
+/** No cluster ConfigMap yet: say so on status once, and wait for cluster.ready. */
+async function waitForCluster(
+  context: FunctionContext<SoftwareInstallConfig>,
+  clients: KubeClients,
+  live: StoredObject,
+  cluster: string,
+) {
+  const ref = softwareRef(live);
+  const message = `Waiting for cluster ${cluster}: its ConfigMap ${clusterConfigMapName(cluster)} (label cluster=${cluster}) does not exist yet; the install starts when the cluster is ready`;
+  const result = await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
+    conditions: [
+      { type: SoftwareCondition.installed, status: 'Unknown', reason: 'ClusterNotReady', message },
+      { type: SoftwareCondition.ready, status: 'False', reason: 'ClusterNotReady', message },
+    ],
+    alreadyDone: (conditions) =>
+      conditionFor(conditions, SoftwareCondition.ready, ref.generation)?.reason === 'ClusterNotReady',
+  });
+  if (result.outcome === 'written')
+    await recordEvent(
+      clients,
+      {
+        object: softwareIdentity(ref),
+        type: 'Normal',
+        reason: 'ClusterNotReady',
+        message,
+        component: functionName,
+      },
+      context.log,
+    );
+  context.log.info('cluster not ready; waiting for cluster.ready', { cluster, status: result.outcome });
+}
+
+/**
+ * Claims this generation: Installed=Unknown (Installing) plus a claim with an expiry, written
+ * with the read resourceVersion. A 409 re-reads: if someone else claimed it, we step back.
+ */
+async function claim(
+  context: FunctionContext<SoftwareInstallConfig>,
+  clients: KubeClients,
+  live: StoredObject,
+  hostCount: number,
+): Promise<StoredObject | undefined> {
+  const ref = softwareRef(live);
+  const target = softwareTarget(ref.namespace, ref.name);
+  const { SSH_TIMEOUT_SECONDS, SSH_CONNECT_TIMEOUT_SECONDS, SSH_CONCURRENCY } = context.config;
+  const rounds = Math.max(1, Math.ceil(hostCount / SSH_CONCURRENCY));
+  const seconds = rounds * (SSH_TIMEOUT_SECONDS + SSH_CONNECT_TIMEOUT_SECONDS) + 60;
+  const message = `Installing on ${hostCount} host${hostCount === 1 ? '' : 's'}`;
+  let current: StoredObject | undefined = live;
+  for (let attempt = 1; attempt <= 5 && current; attempt++) {
+    if (current.metadata.uid !== ref.uid || current.metadata.generation !== ref.generation) return undefined;
+    if (activeClaim(current, ref.generation)) return undefined;
+    let conditions = conditionsOf(current);
+    for (const type of [SoftwareCondition.installed, SoftwareCondition.ready])
+      conditions = setCondition(conditions, {
+        type,
+        status: 'Unknown',
+        reason: 'Installing',
+        message,
+        observedGeneration: ref.generation,
+      });
+    const status = {
+      ...current.status,
+      conditions,
+      claim: {
+        generation: ref.generation,
+        holder: process.env.HOSTNAME ?? hostname(),
+        expiresAt: new Date(Date.now() + seconds * 1000).toISOString(),
+      },
+    };
+    const result = await replaceStatus(clients, target, current, status);
+    if (result.outcome === 'written') return result.object;
+    if (result.outcome === 'gone') return undefined;
+    current = await getCustomObject(clients, target);
+  }
+  return undefined;
+}
+
+function hostStatus(
+  result: HostInstallResult,
+  roles: HostStatus['roles'],
+  packages: string[],
+  trusted?: string,
+): HostStatus {
+  const errorText = result.error
+    ? [result.error.message, ...result.stderrTail.slice(-errorTailLines)].join('\n').slice(-2000)
+    : undefined;
+  // Only a key that was accepted becomes the recorded one; a refused key never replaces it.
+  const fingerprint = result.error?.reason.startsWith('HostKey')
+    ? trusted
+    : (result.hostKeyFingerprint ?? trusted);
+  return {
+    node: result.node,
+    ip: result.ip,
+    roles: [...roles],
+    packages,
+    exitCode: result.exitCode,
+    ...(errorText ? { error: errorText } : {}),
+    startedAt: result.startedAt,
+    durationMs: Math.round(result.durationMs),
+    ...(fingerprint ? { hostKeyFingerprint: fingerprint } : {}),
+  };
+}
+
+function recordHostMetrics(context: FunctionContext<SoftwareInstallConfig>, result: HostInstallResult) {
+  const outcome = result.error ? 'failed' : 'succeeded';
+  context.metrics?.counter(hostInstalls).inc({ outcome });
+  const seconds = result.durationMs / 1000;
+  const connectMs = (result as { connectDurationMs?: number }).connectDurationMs;
+  if (connectMs !== undefined)
+    context.metrics?.histogram(sshConnectDuration).observe({ outcome: 'connected' }, connectMs / 1000);
+  else if (result.error && /^(Connect|Authentication|HostKey)/.test(result.error.reason))
+    context.metrics?.histogram(sshConnectDuration).observe({ outcome: 'failed' }, seconds);
+  if (result.exitCode !== null || result.error?.reason === 'CommandTimeout')
+    context.metrics?.histogram(sshCommandDuration).observe({ outcome }, seconds);
+}
+
+async function finish(
+  context: FunctionContext<SoftwareInstallConfig>,
+  clients: KubeClients,
+  claimed: StoredObject,
+  cluster: string,
+  nodes: ClusterNode[],
+  hosts: HostStatus[],
+): Promise<InstallOutcome> {
+  const ref = softwareRef(claimed);
+  const failed = hosts.filter((host) => host.error !== undefined);
+  if (failed.length > 0) {
+    const details = failed.map((h) => `${h.node} (${h.ip}): ${(h.error ?? '').split('\n')[0]}`).join('; ');
+    const message = `Installation failed on ${failed.length} of ${hosts.length} hosts: ${details}`.slice(
+      0,
+      4000,
+    );
+    const event = await failSoftware(
+      clients,
+      claimed,
+      { reason: 'InstallFailed', message },
+      context.log,
+      hosts,
+    );
+    return { kind: 'failed', event };
+  }
+  const message =
+    hosts.length === 0
+      ? `Nothing to install on the ${nodes.length} nodes of cluster ${cluster}`
+      : `Installed on ${hosts.length} host${hosts.length === 1 ? '' : 's'} of cluster ${cluster}`;
+  const result = await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
+    conditions: [
+      { type: SoftwareCondition.installed, status: 'True', reason: 'Installed', message },
+      { type: SoftwareCondition.ready, status: 'True', reason: 'Installed', message },
+    ],
+    fields: { hosts, claim: undefined },
+  });
+  if (result.outcome !== 'written') return { kind: 'skipped' };
+  await recordEvent(
+    clients,
+    { object: softwareIdentity(ref), type: 'Normal', reason: 'Installed', message, component: functionName },
+    context.log,
+  );
+  return {
+    kind: 'installed',
+    event: chainEvent(
+      EventTypes.softwareInstalled,
+      functionName,
+      softwareSubject(ref.namespace, ref.name),
+      { software: ref, cluster, hosts: hosts.map(eventHost) },
+      { cluster },
+    ),
+  };
+}

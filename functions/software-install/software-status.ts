@@ -1,0 +1,108 @@
+import type { CloudEvent } from 'cloudevents';
+import { z } from 'zod';
+import { chainEvent } from '../../shared/cloudevents/chain-event.js';
+import { EventTypes, softwareSubject, type HostResult, type ResourceRef } from '../../shared/events/types.js';
+import type { Logger } from '../../shared/log.js';
+import { provisioningApiVersion } from '../../shared/schemas/provisioning.js';
+import { softwareKind } from '../../shared/schemas/software.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { reportFailure, type Failure } from '../../shared/k8s/failure-report.js';
+import { softwaresResource } from '../../shared/k8s/resources.js';
+import type { StatusTarget } from '../../shared/k8s/status-writer.js';
+import type { ObjectIdentity, StoredObject } from '../../shared/k8s/stored-object.js';
+
+export const functionName = 'software-install';
+
+/** Software condition types (contract section 8). */
+export const SoftwareCondition = { installed: 'Installed', ready: 'Ready' } as const;
+
+export const softwareTarget = (namespace: string, name: string): StatusTarget => ({
+  resource: softwaresResource,
+  namespace,
+  name,
+});
+
+export function softwareRef(object: StoredObject): ResourceRef {
+  return {
+    namespace: object.metadata.namespace ?? 'default',
+    name: object.metadata.name,
+    uid: object.metadata.uid ?? '',
+    generation: object.metadata.generation ?? 0,
+  };
+}
+
+export const softwareIdentity = (ref: ResourceRef): ObjectIdentity => ({
+  apiVersion: provisioningApiVersion,
+  kind: softwareKind,
+  name: ref.name,
+  namespace: ref.namespace,
+  uid: ref.uid,
+});
+
+/**
+ * Who is installing which generation, until when: written together with Installed=Unknown
+ * (Installing) under a resourceVersion precondition. A claim past its expiry belongs to a
+ * process that died mid-install; the sweep takes it over.
+ */
+export const installClaimSchema = z.object({
+  generation: z.number().int(),
+  holder: z.string(),
+  expiresAt: z.string(),
+});
+export type InstallClaim = z.infer<typeof installClaimSchema>;
+
+export function activeClaim(
+  object: StoredObject,
+  generation: number,
+  now = new Date(),
+): InstallClaim | undefined {
+  const claim = installClaimSchema.safeParse(object.status?.claim);
+  if (!claim.success || claim.data.generation !== generation) return undefined;
+  return new Date(claim.data.expiresAt).getTime() > now.getTime() ? claim.data : undefined;
+}
+
+/** A per-host result as status keeps it: the event's fields plus the trusted host key. */
+export type HostStatus = HostResult & { hostKeyFingerprint?: string };
+
+/**
+ * Records a failed install (Installed + Ready False, Warning Event) and returns the
+ * `software.failed` event, or undefined when exactly this failure was already recorded.
+ */
+export async function failSoftware(
+  clients: KubeClients,
+  object: StoredObject,
+  failure: Omit<Failure, 'step'>,
+  log: Logger,
+  hosts?: HostStatus[],
+): Promise<CloudEvent<unknown> | undefined> {
+  const ref = softwareRef(object);
+  const result = await reportFailure(
+    clients,
+    {
+      ...failure,
+      step: SoftwareCondition.installed,
+      target: softwareTarget(ref.namespace, ref.name),
+      object: softwareIdentity(ref),
+      ref,
+      component: functionName,
+      fields: { claim: undefined, ...(hosts ? { hosts } : {}) },
+    },
+    log,
+  );
+  log.warn('software install failed', { reason: failure.reason, outcome: result.outcome });
+  if (result.outcome !== 'written') return undefined;
+  const cluster = object.metadata.labels?.cluster ?? '';
+  return chainEvent(
+    EventTypes.softwareFailed,
+    functionName,
+    softwareSubject(ref.namespace, ref.name),
+    { software: ref, cluster, ...failure, ...(hosts ? { hosts: hosts.map(eventHost) } : {}) },
+    { cluster },
+  );
+}
+
+/** The event carries the contract's per-host fields only. */
+export function eventHost(host: HostStatus): HostResult {
+  const { hostKeyFingerprint: _fingerprint, ...result } = host;
+  return result;
+}
