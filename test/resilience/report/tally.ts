@@ -1,0 +1,71 @@
+/**
+ * What a resilience test file held: per fault category, how many faults it injected, how many
+ * the system recovered from (or refused cleanly) and how many it lost. Each file writes its own
+ * JSON under test/artifacts/resilience/ (workers are separate processes); the reporter adds
+ * them up at the end of the run.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const categories = [
+  'API faults',
+  'Event faults',
+  'Host faults',
+  'Bad input',
+  'Load',
+  'Security',
+] as const;
+export type FaultCategory = (typeof categories)[number];
+
+export interface CategoryCount {
+  injected: number;
+  recovered: number;
+  lost: number;
+}
+
+/** test/artifacts/resilience, from the repository root. */
+export const tallyDir = fileURLToPath(new URL('../../artifacts/resilience/', import.meta.url));
+
+export class FaultTally {
+  private readonly counts = new Map<FaultCategory, CategoryCount>();
+  /** Free-form figures (time to recover, RSS...) printed under the report. */
+  readonly notes: string[] = [];
+
+  constructor(private readonly file: string) {}
+
+  /** One fault: injected, and either recovered or lost. */
+  record(category: FaultCategory, recovered: boolean): void {
+    this.add(category, { injected: 1, recovered: recovered ? 1 : 0, lost: recovered ? 0 : 1 });
+  }
+
+  add(category: FaultCategory, count: CategoryCount): void {
+    const current = this.counts.get(category) ?? { injected: 0, recovered: 0, lost: 0 };
+    this.counts.set(category, {
+      injected: current.injected + count.injected,
+      recovered: current.recovered + count.recovered,
+      lost: current.lost + count.lost,
+    });
+    this.save();
+  }
+
+  note(line: string): void {
+    this.notes.push(line);
+    process.stdout.write(`[resilience] ${line}\n`);
+    this.save();
+  }
+
+  count(category: FaultCategory): CategoryCount {
+    return this.counts.get(category) ?? { injected: 0, recovered: 0, lost: 0 };
+  }
+
+  /** Written after every change, so a crash mid-file still leaves what was held so far. */
+  private save(): void {
+    mkdirSync(tallyDir, { recursive: true });
+    const name = basename(this.file).replace(/\.test\.ts$/, '');
+    writeFileSync(
+      join(tallyDir, `${name}.json`),
+      JSON.stringify({ file: name, counts: Object.fromEntries(this.counts), notes: this.notes }, null, 2),
+    );
+  }
+}
