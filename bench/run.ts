@@ -1,5 +1,6 @@
 import { brokerBench } from './broker.js';
 import { resolutionBench } from './resolution.js';
+import { sshFanoutBench } from './ssh-fanout.js';
 
 /** One benchmark: prints its own figures through `print`. */
 export interface BenchModule {
@@ -8,7 +9,7 @@ export interface BenchModule {
 }
 
 /** Benchmarks run in this order by `npm run bench`. Add new modules to the list. */
-const benches: BenchModule[] = [resolutionBench, brokerBench];
+const benches: BenchModule[] = [resolutionBench, brokerBench, sshFanoutBench];
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
 for (const bench of benches) {
