@@ -1,0 +1,199 @@
+/**
+ * The chain for a Virtlet VM cluster (IPs from running VM pods) and a masters-only cluster,
+ * and a KUD Job that fails: each through the functions' real HTTP servers and the API server.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFile } from 'node:fs/promises';
+import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { EventTypes } from '../../../shared/events/types.js';
+import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
+import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
+import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
+import { useTestCluster } from '../../support/cluster.js';
+import { ChainHarness, finishJobAsController, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
+import {
+  conditionOf,
+  createBareMetalHost,
+  createProvisioning,
+  provisioningObject,
+  readProvisioning,
+} from './support/fixtures.js';
+
+const cluster = useTestCluster();
+const golden = (name: string) => readFile(new URL(`../../golden/functions/${name}`, import.meta.url), 'utf8');
+
+/** A running Virtlet VM pod, status written as the kubelet would. */
+async function createVmPod(
+  namespace: string,
+  name: string,
+  networks: object[],
+  podIP?: string,
+  annotation = 'k8s.v1.cni.cncf.io/network-status',
+) {
+  const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+  const pod = await core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: {
+        name,
+        annotations: {
+          'kubernetes.io/target-runtime': 'virtlet.cloud',
+          [annotation]: JSON.stringify(networks),
+        },
+      },
+      spec: {
+        automountServiceAccountToken: false,
+        containers: [{ name: 'vm', image: 'virtlet.cloud/cirros' }],
+      },
+    },
+  });
+  await core.replaceNamespacedPodStatus({
+    name,
+    namespace,
+    body: { ...pod, status: { phase: 'Running', ...(podIP ? { podIP, podIPs: [{ ip: podIP }] } : {}) } },
+  });
+}
+
+describe('chain variants', () => {
+  let harness: ChainHarness;
+
+  beforeAll(async () => {
+    harness = new ChainHarness(cluster.kubeConfig, { BMH_NAMESPACE: cluster.namespace, IP_SOURCES: 'nics' });
+    await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
+  });
+  afterAll(() => harness?.stop());
+
+  it('builds a Virtlet VM cluster from its running VM pods', async () => {
+    const namespace = cluster.namespace;
+    // IP from status.podIP; for the worker from the default network entry (not the first one).
+    await createVmPod(
+      namespace,
+      'vm-1',
+      [{ name: 'cni0', interface: 'eth0', ips: ['10.244.1.5'], mac: 'de:ad:00:00:00:01', default: true }],
+      '10.244.1.5',
+    );
+    await createVmPod(
+      namespace,
+      'vm-2',
+      [
+        { name: 'sriov', interface: 'net1', ips: ['192.168.50.2'], mac: 'de:ad:00:00:00:99' },
+        { name: 'flannel', interface: 'eth0', ips: ['172.16.0.9'], mac: 'DE:AD:00:00:00:02', default: true },
+      ],
+      undefined,
+      'k8s.v1.cni.cncf.io/networks-status',
+    );
+    await createVmPod(namespace, 'vm-broken', 'not json' as never);
+    const created = await createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({
+        name: 'vms',
+        namespace,
+        cluster: 'vm-cluster',
+        clusterType: 'virtlet-vm',
+        masters: [{ label: 'vm-master', mac: 'de:ad:00:00:00:01' }],
+        workers: [{ label: 'vm-worker', mac: 'de:ad:00:00:00:02' }],
+      }),
+    );
+    const deliveries = await harness.publish(sourceEvent('add', created));
+    expect(deliveries.map((d) => d.reply?.type)).toEqual([
+      EventTypes.hostsResolved,
+      EventTypes.inventoryRendered,
+      EventTypes.kudJobLaunched,
+    ]);
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    const inventory = await core.readNamespacedConfigMap({ name: 'vm-cluster-inventory', namespace });
+    expect(inventory.data?.['hosts.ini']).toBe(await golden('virtlet-hosts.ini'));
+    const status = await readProvisioning(cluster.kubeConfig, namespace, 'vms');
+    expect(status.status?.nodes?.map((n) => [n.label, n.ip, n.source])).toEqual([
+      ['vm-master', '10.244.1.5', 'virtlet-pod'],
+      ['vm-worker', '172.16.0.9', 'virtlet-pod'],
+    ]);
+  });
+
+  it('builds a masters-only cluster, every master also a worker', async () => {
+    const namespace = cluster.namespace;
+    await createBareMetalHost(cluster.kubeConfig, {
+      name: 'solo-1',
+      namespace,
+      bootMac: 'aa:bb:cc:00:03:01',
+      nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:03:01', ip: '10.10.30.1' }],
+    });
+    await createBareMetalHost(cluster.kubeConfig, {
+      name: 'solo-2',
+      namespace,
+      bootMac: 'aa:bb:cc:00:03:02',
+      nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:03:02', ip: '10.10.30.2' }],
+    });
+    const created = await createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({
+        name: 'solo',
+        namespace,
+        cluster: 'solo',
+        masters: [
+          { label: 'solo-1', mac: 'aa:bb:cc:00:03:01' },
+          { label: 'solo-2', mac: 'aa:bb:cc:00:03:02' },
+        ],
+      }),
+    );
+    await harness.publish(sourceEvent('add', created));
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    const inventory = await core.readNamespacedConfigMap({ name: 'solo-inventory', namespace });
+    expect(inventory.data?.['hosts.ini']).toBe(await golden('masters-only-hosts.ini'));
+
+    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-solo', 'Complete');
+    const [ready] = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-solo'));
+    expect(ready?.reply?.type).toBe(EventTypes.clusterReady);
+    const ips = await core.readNamespacedConfigMap({ name: 'solo-configmap', namespace });
+    expect(ips.data).toEqual({
+      'MASTER_solo-1': '10.10.30.1',
+      'MASTER_solo-2': '10.10.30.2',
+      'WORKER_solo-1': '10.10.30.1',
+      'WORKER_solo-2': '10.10.30.2',
+    });
+  });
+
+  it('reports a failed KUD Job with the contract message, an Event and provisioning.failed', async () => {
+    const namespace = cluster.namespace;
+    await createBareMetalHost(cluster.kubeConfig, {
+      name: 'doomed-1',
+      namespace,
+      bootMac: 'aa:bb:cc:00:04:01',
+      nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:04:01', ip: '10.10.40.1' }],
+    });
+    const created = await createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({
+        name: 'doomed',
+        namespace,
+        cluster: 'doomed',
+        masters: [{ label: 'd-1', mac: 'aa:bb:cc:00:04:01' }],
+      }),
+    );
+    await harness.publish(sourceEvent('add', created));
+    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-doomed', 'Failed');
+    const [failed] = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-doomed'));
+    expect(failed?.reply?.type).toBe(EventTypes.provisioningFailed);
+    const message = 'Job Failed, KUD not installed in Cluster doomed, check pod logs';
+    expect(failed?.reply?.data).toMatchObject({ step: 'KudInstalled', reason: 'JobFailed', message });
+    const status = await readProvisioning(cluster.kubeConfig, namespace, 'doomed');
+    expect(conditionOf(status, 'KudInstalled')).toMatchObject({ status: 'False', message });
+    expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'False', reason: 'JobFailed', message });
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    const events = await core.listNamespacedEvent({ namespace });
+    expect(
+      events.items.find((e) => e.involvedObject.name === 'doomed' && e.reason === 'JobFailed'),
+    ).toMatchObject({
+      type: 'Warning',
+      message,
+    });
+    await expect(core.readNamespacedConfigMap({ name: 'doomed-configmap', namespace })).rejects.toMatchObject(
+      { code: 404 },
+    );
+    // The Job is left for its logs; a repeat of its update changes nothing.
+    const again = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-doomed'));
+    expect(again.map((d) => d.status)).toEqual([204]);
+    const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
+    expect((await batch.readNamespacedJob({ name: 'kud-doomed', namespace })).status?.failed).toBe(1);
+  });
+});
