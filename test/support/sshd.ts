@@ -370,15 +370,19 @@ async function freePortOnAll(ips: readonly string[]): Promise<number> {
 
 /** A login user for non-root tests: `/bin/sh`, unlocked for key auth with UsePAM no. */
 export async function ensureTestUser(name: string): Promise<void> {
-  const exists = await run('id', ['-u', name]).then(
-    () => true,
-    () => false,
-  );
-  if (!exists) {
-    // Exit code 9: another test process created it meanwhile.
-    await run('useradd', ['--create-home', '--shell', '/bin/sh', name]).catch((error: { code?: number }) => {
-      if (error.code !== 9) throw error;
-    });
+  // Two test workers may get here at once; useradd/usermod then fail on the passwd lock: retry.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const entry = await run('getent', ['shadow', name]).then(
+        ({ stdout }) => stdout,
+        () => undefined,
+      );
+      if (entry === undefined) await run('useradd', ['--create-home', '--shell', '/bin/sh', name]);
+      else if (entry.split(':')[1] !== '*') await run('usermod', ['-p', '*', name]);
+      else return;
+    } catch (error) {
+      if (attempt === 20) throw error;
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
-  await run('usermod', ['-p', '*', name]);
 }

@@ -27,7 +27,7 @@ describe('as a non-root user', () => {
 
   beforeAll(async () => {
     lab = await startSshHosts({
-      count: 6,
+      count: 7,
       behaviours: [
         { kind: 'succeed' },
         { kind: 'succeed' },
@@ -56,8 +56,9 @@ describe('as a non-root user', () => {
     ...overrides,
   });
 
-  test('each role gets exactly its command under sudo -n; a host down, failing or hanging fails only itself', async () => {
-    const [master, worker, both, down, failing, hanging] = hosts as [
+  test('each role gets exactly its command under sudo -n; a host down, failing, hanging or re-keyed fails only itself', async () => {
+    const [master, worker, both, down, failing, hanging, rekeyed] = hosts as [
+      SshTestHost,
       SshTestHost,
       SshTestHost,
       SshTestHost,
@@ -65,6 +66,9 @@ describe('as a non-root user', () => {
       SshTestHost,
       SshTestHost,
     ];
+    const knownHosts = lab.knownHosts();
+    const recordedKey = rekeyed.hostKeyFingerprint;
+    await lab.changeHostKey(rekeyed);
     await lab.stop(down);
     const planned = planInstall(
       [
@@ -74,10 +78,14 @@ describe('as a non-root user', () => {
         target(3, 'worker-down', ['worker']),
         target(4, 'worker-failing', ['worker']),
         target(5, 'worker-hanging', ['worker']),
+        target(6, 'worker-rekeyed', ['worker']),
       ],
       lab.username,
     );
-    const results = await runInstall({ hosts: planned, ...runOptions() });
+    const results = await runInstall({
+      hosts: planned,
+      ...runOptions({ hostKeys: { mode: 'known-hosts', knownHosts } }),
+    });
 
     expect(results.map((r) => [r.node, r.ip, r.exitCode, r.error?.reason])).toEqual([
       ['master-0', master.ip, 0, undefined],
@@ -86,11 +94,13 @@ describe('as a non-root user', () => {
       ['worker-down', down.ip, null, 'ConnectFailed'],
       ['worker-failing', failing.ip, 100, 'CommandFailed'],
       ['worker-hanging', hanging.ip, null, 'CommandTimeout'],
+      ['worker-rekeyed', rekeyed.ip, null, 'HostKeyChanged'],
     ]);
     expect(master.commands()).toEqual([masterCommand]);
     expect(worker.commands()).toEqual([workerCommand]);
     expect(both.commands()).toEqual([bothCommand]);
     expect(failing.commands()).toEqual([workerCommand]);
+    expect(rekeyed.commands()).toEqual([]);
     expect(results.map((r) => r.command)).toEqual([
       masterCommand,
       workerCommand,
@@ -98,8 +108,9 @@ describe('as a non-root user', () => {
       workerCommand,
       workerCommand,
       workerCommand,
+      workerCommand,
     ]);
-    const [, , , downResult, failingResult, hangingResult] = results;
+    const [, , , downResult, failingResult, hangingResult, rekeyedResult] = results;
     expect(downResult?.error?.message).toBe(`Cannot connect to ${down.ip}:${lab.port}: connection refused`);
     expect(failingResult?.stderrTail).toEqual(['E: Unable to locate package curl', 'E: broken']);
     expect(failingResult?.error?.message).toBe(
@@ -107,6 +118,14 @@ describe('as a non-root user', () => {
     );
     expect(hangingResult?.error?.message).toBe(
       `The command did not finish within 3s on ${hanging.ip}:${lab.port}; the session was closed`,
+    );
+    expect(rekeyedResult?.error?.message).toMatch(
+      new RegExp(
+        `^Host key verification failed for ${rekeyed.ip.replace(/\./g, '\\.')}: the host key has changed: `,
+      ),
+    );
+    expect(rekeyedResult?.error?.message).toContain(
+      `has ssh-ed25519 ${recordedKey} but the host presented ${rekeyed.hostKeyFingerprint}`,
     );
     for (const result of results.slice(0, 3)) expect(result.hostKeyFingerprint).toMatch(/^SHA256:/);
     await lab.restart(down);

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import net from 'node:net';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,6 +166,24 @@ test('a host that is down is reported as refusing connections', async () => {
   });
   await lab.restart(down);
   expect((await runSshCommand(options(down), 'back')).exitCode).toBe(0);
+});
+
+test('a host that accepts TCP but never speaks SSH is cut off at the connect timeout', async () => {
+  const silent = net.createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const port = (silent.address() as net.AddressInfo).port;
+  try {
+    const result = await runSshCommand(
+      options(ok, { host: '127.0.0.1', port, connectTimeoutMs: 1500 }),
+      'never sent',
+    );
+    expect(result.error).toEqual({
+      reason: 'ConnectTimeout',
+      message: `Timed out after 1.5s connecting to 127.0.0.1:${port} (TCP connect, SSH handshake and authentication)`,
+    });
+  } finally {
+    silent.close();
+  }
 });
 
 test('a key the host does not authorise fails authentication', async () => {
