@@ -181,7 +181,9 @@ const built = existsSync(resolve('dist/cli/main.js'));
       '--hosts',
       goodHosts,
     ]);
-    expect(ok.stdout.startsWith('[all]\nmaster-1  ansible_ssh_host=10.10.10.11 ansible_ssh_port=22\n')).toBe(true);
+    expect(ok.stdout.startsWith('[all]\nmaster-1  ansible_ssh_host=10.10.10.11 ansible_ssh_port=22\n')).toBe(
+      true,
+    );
     expect(ok.stderr).toBe('');
     const failed = await exec(process.execPath, [
       'bin/bpa.js',
