@@ -1,12 +1,118 @@
-import type { CliCommand } from '../command.js';
+import { parseArgs } from 'node:util';
+import type { CliCommand, CliIO } from '../command.js';
+import { UsageError } from '../command.js';
+import { startStack, type StackOptions } from '../../local/stack.js';
+import { stackBanner } from '../../local/stack/banner.js';
+import { formatDeliveryLine } from '../../local/stack/delivery-line.js';
 
-// PLACEHOLDER: replaced by the issue that owns `bpa dev`.
+const usage = `Usage: bpa dev [--kubeconfig FILE] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay]
+
+Runs the functions on this machine, driven by the same Broker, Triggers, ApiServerSources and
+PingSource as on a cluster (read from manifests/): an embedded Knative broker, the local
+sources, the four functions each on its own port, and a live view in the browser.
+
+Options:
+  --kubeconfig FILE      use this cluster's API (default: $KUBECONFIG when set, else start an
+                         embedded kube-apiserver + etcd with the project's CRDs)
+  --kubeconfig-out FILE  where the embedded control plane's kubeconfig is written
+                         (default: a temporary file, printed at start)
+  --port N               broker port, or the first free port from N (default 8080);
+                         the live view takes the next free port
+  --leases FILE          ISC dhcpd or dnsmasq lease file for host-lookup (LEASES_SOURCE)
+  --replay               announce objects that already exist (Knative's source never does)
+  -h, --help             this text
+
+Prints one line per event delivery (type, subject, trigger, status, latency). Ctrl-C stops
+everything and removes the temporary files.
+
+Try it:
+  kubectl --kubeconfig <printed path> apply -f my-provisioning.yaml
+  kubectl --kubeconfig <printed path> get provisionings -A -w
+`;
+
+function parseOptions(argv: string[]): Omit<StackOptions, 'log'> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      allowPositionals: false,
+      strict: true,
+      options: {
+        kubeconfig: { type: 'string' },
+        'kubeconfig-out': { type: 'string' },
+        port: { type: 'string' },
+        leases: { type: 'string' },
+        replay: { type: 'boolean' },
+      },
+    }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new UsageError(`--port must be a port number (1-65535), not ${JSON.stringify(values.port)}`);
+  }
+  const kubeconfig = values.kubeconfig ?? (process.env.KUBECONFIG || undefined);
+  if (kubeconfig && values['kubeconfig-out'])
+    throw new UsageError(
+      '--kubeconfig-out is for the embedded control plane; it cannot be used with a kubeconfig',
+    );
+  return {
+    ...(kubeconfig ? { kubeconfig } : {}),
+    ...(values['kubeconfig-out'] ? { kubeconfigOut: values['kubeconfig-out'] } : {}),
+    ...(port ? { port } : {}),
+    ...(values.leases ? { leases: values.leases } : {}),
+    replay: values.replay ?? false,
+  };
+}
+
+/** Resolves on the first SIGINT or SIGTERM; a second one ends the process at once. */
+function untilStopSignal(io: CliIO): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      const force = () => {
+        io.stderr('bpa dev: stopping now\n');
+        process.exit(130);
+      };
+      process.once('SIGINT', force);
+      process.once('SIGTERM', force);
+      resolve(signal);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
 export const devCommand: CliCommand = {
   name: 'dev',
-  summary: 'not implemented yet',
-  usage: 'Usage: bpa dev\n',
-  run: async (_argv, io) => {
-    io.stderr('bpa dev: not implemented yet\n');
-    return 1;
+  summary: 'the embedded stack: broker, sources, functions, live view (Ctrl-C stops)',
+  usage,
+  run: async (argv, io) => {
+    const options = parseOptions(argv);
+    const stopped = untilStopSignal(io);
+    const say = (line: string) => io.stdout(`${line}\n`);
+    say('bpa dev: starting the embedded stack');
+    const starting = startStack({
+      ...options,
+      log: say,
+      onDelivery: (record) => say(formatDeliveryLine(record)),
+    });
+    const stack = await Promise.race([starting, stopped.then(() => undefined)]);
+    if (!stack) {
+      // Stopped while starting: let the start finish, then take it all down again.
+      await starting.then((late) => late.stop()).catch(() => undefined);
+      return 130;
+    }
+    io.stdout(stackBanner(stack));
+    say(`ready: apply resources with kubectl --kubeconfig ${stack.kubeconfigPath}; Ctrl-C stops`);
+    const signal = await stopped;
+    say(`bpa dev: ${signal}, stopping…`);
+    await stack.stop();
+    say('bpa dev: stopped');
+    return 0;
   },
 };

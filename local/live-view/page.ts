@@ -20,7 +20,7 @@ export const liveViewPage = `<!doctype html>
   header .sub { color:#aab0bc; font-size:12px; }
   #conn { margin-left:auto; font-size:12px; padding:2px 8px; border-radius:10px; background:#444; }
   #conn.live { background:var(--true); }
-  main { display:grid; grid-template-columns: minmax(380px, 1fr) minmax(420px, 1.3fr); gap:16px; padding:16px; }
+  main { display:grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1.4fr); gap:16px; padding:16px; }
   h2 { font-size:13px; text-transform:uppercase; letter-spacing:.06em; color:var(--muted); margin:0 0 8px; }
   .card { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:12px; margin-bottom:12px; }
   .card .title { display:flex; gap:8px; align-items:baseline; margin-bottom:8px; }
@@ -37,6 +37,10 @@ export const liveViewPage = `<!doctype html>
   th, td { text-align:left; padding:3px 6px; border-bottom:1px solid var(--line); white-space:nowrap; }
   th { color:var(--muted); font-weight:500; }
   td.wrap { white-space:normal; }
+  #events { table-layout:fixed; }
+  #events td { overflow:hidden; text-overflow:ellipsis; }
+  #events th:nth-child(1) { width:80px; } #events th:nth-child(2) { width:28%; } #events th:nth-child(4) { width:24%; }
+  #events th:nth-child(5) { width:64px; } #events th:nth-child(6) { width:70px; }
   .empty { color:var(--muted); font-style:italic; padding:8px 0; }
   #events-wrap { background:var(--card); border:1px solid var(--line); border-radius:8px; max-height:calc(100vh - 330px); min-height:200px; overflow:auto; }
   #events tr.event { cursor:pointer; }
@@ -89,6 +93,8 @@ export const liveViewPage = `<!doctype html>
     for (const c of children) if (c) node.append(c);
     return node;
   };
+  // ApiServerSource subjects start with /apis/<group>/<version>/; the rest says what it is.
+  const shortSubject = (s) => s.replace(new RegExp('^/apis/(?:[^/]+/)?v[0-9][^/]*/'), '');
   const key = (r) => r.kind + '/' + r.namespace + '/' + r.name;
   const shortType = (t) => t.replace(/^org\\.akraino\\.icn\\.bpa\\./, '').replace(/^dev\\.knative\\./, 'knative.');
   const table = (head, rows) => el('table', {}, el('thead', {}, el('tr', {}, ...head.map((h) => el('th', { text: h })))),
@@ -131,8 +137,8 @@ export const liveViewPage = `<!doctype html>
     const row = el('tr', { class: 'event', 'data-seq': String(e.seq), 'data-type': e.type, 'data-trigger': e.trigger, 'data-status': String(e.status) },
       el('td', { text: new Date(e.at).toLocaleTimeString() }),
       el('td', {}, el('code', { text: shortType(e.type), title: e.type })),
-      el('td', { text: e.subject || '' }),
-      el('td', { text: e.trigger }),
+      el('td', { text: shortSubject(e.subject || ''), title: e.subject || '' }),
+      el('td', { text: e.trigger, title: e.subscriber || '' }),
       el('td', { class: ok || e.status === 'received' ? 'st-ok' : 'st-bad', text: String(e.status) + (e.outcome && e.outcome !== 'delivered' && e.outcome !== 'received' ? ' ' + e.outcome : '') }),
       el('td', { text: e.latencyMs === undefined ? '' : e.latencyMs.toFixed(1) + ' ms' }));
     row.addEventListener('click', () => select(e.seq));
@@ -159,7 +165,7 @@ export const liveViewPage = `<!doctype html>
       el('b', { text: e.type }),
       el('div', { class: 'sub', text: 'delivery' }), el('pre', { id: 'details-delivery', text: JSON.stringify(delivery, null, 2) }),
       el('div', { class: 'sub', text: 'attributes' }), el('pre', { id: 'details-attributes',
-        text: stored ? JSON.stringify(stored.attributes, null, 2) : JSON.stringify({ id: e.id, type: e.type, source: e.source, subject: e.subject }, null, 2) + '\n(full attributes not kept)' }),
+        text: stored ? JSON.stringify(stored.attributes, null, 2) : JSON.stringify({ id: e.id, type: e.type, source: e.source, subject: e.subject }, null, 2) + ' (full attributes not kept)' }),
       el('div', { class: 'sub', text: 'data' }), el('pre', { id: 'details-data',
         text: !stored ? '(not kept)' : stored.data === undefined ? '(none)' : JSON.stringify(stored.data, null, 2) }));
     show(cache.get(e.id));

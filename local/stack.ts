@@ -1,0 +1,239 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { Env } from '../shared/config.js';
+import { BpaError } from '../shared/errors.js';
+import type { LogLevel } from '../shared/log.js';
+import { startBroker, type DeliveryRecord, type KReference, type RunningBroker } from './broker/index.js';
+import { repoRoot } from './control-plane/repo-root.js';
+import { startLiveView, type LiveView } from './live-view/server.js';
+import { connectApi, ensureNamespace, type StackApi } from './stack/api.js';
+import { firstFreePort } from './stack/free-port.js';
+import { isFunctionName, type FunctionName } from './stack/function-names.js';
+import { startFunctions, type RunningFunction } from './stack/functions.js';
+import { openLogFile, type LogFile } from './stack/log-file.js';
+import { loadKustomization, objectsOfKind } from './stack/manifest-objects.js';
+import { startLocalSources, type LocalSources } from './stack/sources.js';
+
+/** The namespace of the manifests' Broker, Triggers and sources. */
+export const stackNamespace = 'bpa-system';
+/** The Broker the manifests define. */
+export const stackBrokerName = 'default';
+/** Name of the Trigger the stack adds so the live view sees every event's attributes and data. */
+export const liveViewTriggerName = 'bpa-live-view';
+
+export interface StackOptions {
+  /** A cluster's kubeconfig; absent: a fresh embedded control plane. */
+  kubeconfig?: string;
+  /** Where the embedded control plane's kubeconfig is written (default: a temp file). */
+  kubeconfigOut?: string;
+  /** Broker port, or the first free one from it. Default 8080. */
+  port?: number;
+  /** DHCP lease file for host-lookup (LEASES_SOURCE). */
+  leases?: string;
+  /** Emit `add` events for objects that exist when the sources start. */
+  replay?: boolean;
+  /** Bind address of every server. Default 127.0.0.1. */
+  host?: string;
+  /** Human progress lines (start-up, dead letters). */
+  log: (line: string) => void;
+  /** Every delivery attempt the broker makes (the stack's own live-view Trigger excluded). */
+  onDelivery?: (record: DeliveryRecord) => void;
+  /** Extra env for every function, and per function (e.g. SSH_PORT for the demo lab). */
+  functionsEnv?: Env;
+  functionEnvFor?: Partial<Record<FunctionName, Env>>;
+  /** JSON log file of functions, broker and sources. Default `.bpa/logs/stack-<time>.log`. */
+  logFile?: string;
+  logLevel?: LogLevel;
+  /** PingSource interval override in ms (the manifests' schedule is once a minute). */
+  pingIntervalMs?: number;
+  /** The kustomize directory read for Broker, Trigger and source objects. Default `<repo>/manifests`. */
+  manifestsDir?: string;
+}
+
+export interface Stack {
+  api: StackApi;
+  kubeConfig: KubeConfig;
+  kubeconfigPath: string;
+  brokerUrl: string;
+  /** Ingress of the manifests' Broker: `http://host:port/bpa-system/default`. */
+  ingressUrl: string;
+  functions: { name: FunctionName; url: string }[];
+  liveView: LiveView;
+  liveViewUrl: string;
+  logFilePath: string;
+  broker: RunningBroker;
+  /** Sends the PingSource's event now (re-drives anything not Ready). */
+  sweep(): Promise<void>;
+  /** Stops everything in reverse order; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Removes nothing the user asked to keep: only temp dirs the stack made. */
+function defaultLogFile(): string {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  return resolve('.bpa', 'logs', `stack-${stamp}.log`);
+}
+
+/**
+ * Starts the embedded stack: the API (given or embedded), the live view, the four functions,
+ * the broker built from the manifests' Broker and Triggers, and the local ApiServerSources and
+ * PingSource built from the manifests' source objects.
+ */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const host = options.host ?? '127.0.0.1';
+  const say = options.log;
+  const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
+  const objects = loadKustomization(manifestsDir);
+  const logFile: LogFile = openLogFile(options.logFile ?? defaultLogFile(), options.logLevel);
+  const log = logFile.logger('stack');
+  const cleanups: (() => Promise<void> | void)[] = [() => logFile.close()];
+  const runCleanups = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      try {
+        await cleanup();
+      } catch (error) {
+        log.warn('stop step failed', { error: String(error) });
+      }
+    }
+  };
+
+  try {
+    const api = await connectApi({
+      ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
+      ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
+      log: say,
+    });
+    cleanups.push(() => api.stop());
+    await ensureNamespace(api.kubeConfig, stackNamespace);
+
+    const brokerPort = await firstFreePort(host, options.port ?? 8080);
+    const ingressUrl = `http://${host}:${brokerPort}/${stackNamespace}/${stackBrokerName}`;
+
+    const liveView = await startLiveView({
+      host,
+      port: await firstFreePort(host, brokerPort + 1),
+      kubeConfig: api.kubeConfig,
+      recordReceived: false,
+      log: logFile.logger('live-view'),
+      onDeadLetter: (event) =>
+        say(
+          `dead letter  ${event.type}  ${event.subject ?? '-'}  ` +
+            `(${String(event.attributes.knativeerrorcode ?? '?')} from ${String(event.attributes.knativeerrordest ?? '?')})`,
+        ),
+    });
+    cleanups.push(() => liveView.stop());
+
+    // Temporary files the functions need (none yet besides what callers pass) live here.
+    const tempDir = mkdtempSync(join(tmpdir(), 'bpa-stack-'));
+    cleanups.push(() => rmSync(tempDir, { recursive: true, force: true }));
+
+    const env: Env = {
+      ...process.env,
+      LOG_LEVEL: options.logLevel ?? process.env.LOG_LEVEL ?? 'info',
+      BROKER_URL: ingressUrl,
+      ...(options.leases ? { LEASES_SOURCE: resolve(options.leases) } : {}),
+      ...options.functionsEnv,
+    };
+    // The functions get their Kubernetes access injected; a KUBECONFIG in env must not matter.
+    delete env.KUBECONFIG;
+    const functions: RunningFunction[] = await startFunctions({
+      host,
+      kubeConfig: api.kubeConfig,
+      sinkUrl: ingressUrl,
+      env,
+      ...(options.functionEnvFor ? { envFor: options.functionEnvFor } : {}),
+      logger: (name) => logFile.logger(name),
+    });
+    cleanups.push(() => Promise.all(functions.map((f) => f.server.close())).then(() => undefined));
+    const functionUrl = new Map(functions.map((f) => [f.name as string, f.url]));
+
+    const resolveRef = (ref: KReference & { namespace: string }): string => {
+      if (ref.kind === 'Service' && ref.apiVersion.startsWith('serving.knative.dev/')) {
+        if (isFunctionName(ref.name)) return functionUrl.get(ref.name)!;
+        if (ref.name === 'dead-letter') return liveView.deadLetterUrl;
+      }
+      if (ref.kind === 'Broker' && ref.apiVersion.startsWith('eventing.knative.dev/'))
+        return `http://${host}:${brokerPort}/${ref.namespace}/${ref.name}`;
+      throw new BpaError(
+        'UnresolvableReference',
+        `no local equivalent of ${ref.kind} ${ref.namespace}/${ref.name} (${ref.apiVersion})`,
+        'invalid',
+      );
+    };
+
+    const liveViewTrigger: KubernetesObject = {
+      apiVersion: 'eventing.knative.dev/v1',
+      kind: 'Trigger',
+      metadata: { name: liveViewTriggerName, namespace: stackNamespace },
+      // Every event that enters the broker also shows as one `broker` row, even with no other subscriber.
+      spec: { broker: stackBrokerName, subscriber: { uri: `${liveView.cloudEventsUrl}?trigger=broker` } },
+    } as KubernetesObject;
+    const broker = await startBroker({
+      host,
+      port: brokerPort,
+      objects: [
+        ...objectsOfKind(objects, 'eventing.knative.dev', 'Broker'),
+        ...objectsOfKind(objects, 'eventing.knative.dev', 'Trigger'),
+        liveViewTrigger,
+      ],
+      resolveRef,
+      defaultNamespace: stackNamespace,
+      log: logFile.logger('broker'),
+      onDelivery: (record) => {
+        log.info('delivery', { ...record });
+        if (record.trigger === liveViewTriggerName) return;
+        liveView.hub.recordEvent({
+          id: record.eventId,
+          type: record.eventType,
+          ...(record.subject ? { subject: record.subject } : {}),
+          trigger: record.trigger,
+          subscriber: record.target,
+          status: record.status ?? 'no answer',
+          latencyMs: record.latencyMs,
+          attempt: record.attempt,
+          outcome: record.outcome,
+          ...(record.reason ? { reason: record.reason } : {}),
+        });
+        options.onDelivery?.(record);
+      },
+    });
+    cleanups.push(() => broker.close());
+
+    const sources: LocalSources = await startLocalSources({
+      objects,
+      kubeConfig: api.kubeConfig,
+      resolveRef,
+      replay: options.replay ?? false,
+      defaultNamespace: stackNamespace,
+      ...(options.pingIntervalMs ? { pingIntervalMs: options.pingIntervalMs } : {}),
+      logger: (name: string) => logFile.logger(name),
+      onEmit: (emission) => {
+        if (!emission.result.ok)
+          say(`source event not accepted by the broker: ${emission.source} → ${emission.sink}`);
+      },
+    });
+    cleanups.push(() => sources.stop());
+    await liveView.ready;
+
+    let stopping: Promise<void> | undefined;
+    return {
+      api,
+      kubeConfig: api.kubeConfig,
+      kubeconfigPath: api.kubeconfigPath,
+      brokerUrl: broker.url,
+      ingressUrl,
+      functions: functions.map(({ name, url }) => ({ name, url })),
+      liveView,
+      liveViewUrl: liveView.url,
+      logFilePath: logFile.path,
+      broker,
+      sweep: () => sources.ping(),
+      stop: () => (stopping ??= runCleanups()),
+    };
+  } catch (error) {
+    await runCleanups();
+    throw error;
+  }
+}

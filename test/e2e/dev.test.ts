@@ -1,0 +1,120 @@
+import { describe, expect, it } from '@jest/globals';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
+import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
+import { repoRoot } from '../../local/control-plane/repo-root.js';
+import { builtCli } from './support/built-cli.js';
+import { ProcessOutput } from './support/process-output.js';
+
+const run = promisify(execFile);
+
+/** Env of the child: no test cluster, so `bpa dev` starts its own control plane. */
+function isolatedEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info' };
+  for (const name of Object.keys(env))
+    if (name === 'KUBECONFIG' || name.startsWith('BPA_TEST_')) delete env[name];
+  return env;
+}
+
+const portIsFree = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+
+const mac = '52:54:00:e2:e0:01';
+const namespace = 'dev-e2e';
+const clusterName = 'dev-e2e-cluster';
+
+const resources = [
+  { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
+  {
+    apiVersion: 'metal3.io/v1alpha1',
+    kind: 'BareMetalHost',
+    metadata: { name: 'server-1', namespace },
+    spec: { online: true, bootMACAddress: mac },
+  },
+  {
+    apiVersion: 'bpa.akraino.org/v1alpha1',
+    kind: 'Provisioning',
+    metadata: { name: clusterName, namespace, labels: { cluster: clusterName } },
+    spec: { masters: [{ 'master-1': { 'mac-address': mac } }] },
+  },
+];
+
+describe('bpa dev (a real process)', () => {
+  it('starts the stack, turns a Provisioning applied with kubectl into a KUD Job, and stops cleanly on SIGINT', async () => {
+    const cli = await builtCli();
+    const dir = mkdtempSync(join(tmpdir(), 'bpa-dev-e2e-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    const leases = join(dir, 'dhcpd.leases');
+    writeFileSync(leases, `lease 192.0.2.21 {\n  binding state active;\n  hardware ethernet ${mac};\n}\n`);
+    const port = await freeLoopbackPort();
+    const child = spawn(
+      process.execPath,
+      [cli, 'dev', '--kubeconfig-out', kubeconfig, '--port', String(port), '--leases', leases],
+      { cwd: repoRoot(), env: isolatedEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const output = new ProcessOutput(child);
+    const exited = once(child, 'exit');
+    try {
+      await output.waitFor(/^ready: /m, 240_000);
+      expect(output.stdout).toContain(`broker`);
+      expect(output.stdout).toMatch(new RegExp(`http://127\\.0\\.0\\.1:\\d+/bpa-system/default`));
+      expect(output.stdout).toMatch(/live view\s+http:\/\/127\.0\.0\.1:\d+\//);
+      for (const name of ['host-lookup', 'inventory-render', 'kud-job-launch', 'software-install'])
+        expect(output.stdout).toMatch(new RegExp(`${name}\\s+http://127\\.0\\.0\\.1:\\d+`));
+      expect(output.stdout).toContain(`kubeconfig  ${kubeconfig}`);
+
+      const kubectl = (...args: string[]) => run('kubectl', ['--kubeconfig', kubeconfig, ...args]);
+      const apply = spawn('kubectl', ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      apply.stdin.end(resources.map((r) => stringify(r)).join('---\n'));
+      const [applyCode] = (await once(apply, 'exit')) as [number];
+      expect(applyCode).toBe(0);
+
+      let job: { metadata: { labels: Record<string, string> }; spec: { backoffLimit: number } } | undefined;
+      for (let i = 0; i < 240 && !job; i++) {
+        const result = await kubectl('get', 'job', `kud-${clusterName}`, '-n', namespace, '-o', 'json').catch(
+          () => undefined,
+        );
+        if (result) job = JSON.parse(result.stdout);
+        else await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      expect(job?.metadata.labels).toMatchObject({
+        cluster: clusterName,
+        'app.kubernetes.io/managed-by': 'bpa-functions',
+      });
+      expect(job?.spec.backoffLimit).toBe(0);
+      // One console line per delivery: type, subject, trigger, status, latency.
+      await output.waitFor(
+        /event\s+inventory\.rendered\s+\S+ → kud-job-launch-inventory-rendered\s+200\s+\d+ ms/,
+        30_000,
+      );
+      expect(output.stdout).toMatch(
+        new RegExp(
+          `event\\s+knative\\.apiserver\\.resource\\.add\\s+/apis/bpa\\.akraino\\.org/v1alpha1/namespaces/${namespace}/provisionings/${clusterName} → host-lookup-provisioning-add\\s+\\d{3}\\s+\\d+ ms`,
+        ),
+      );
+    } finally {
+      child.kill('SIGINT');
+    }
+    const [code] = (await exited) as [number | null];
+    expect(output.stdout).toMatch(/bpa dev: stopped/);
+    expect(code).toBe(0);
+    // Everything it started is gone: the broker's port is free and the API server is down.
+    expect(await portIsFree(port)).toBe(true);
+    await expect(
+      run('kubectl', ['--kubeconfig', kubeconfig, 'get', 'ns', '--request-timeout=3s']),
+    ).rejects.toThrow();
+    rmSync(dir, { recursive: true, force: true });
+  });
+});

@@ -1,0 +1,129 @@
+/**
+ * The live view in a real headless Chromium (Debian's `chromium`, driven by playwright-core):
+ * a Provisioning runs through the embedded stack while the page is open; the page must show
+ * each condition turning True and the events arriving, and show an event's data on click.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubernetesObjectApi } from '@kubernetes/client-node';
+import { chromium, type Browser } from 'playwright-core';
+import { applyObject } from '../../local/control-plane/apply.js';
+import { createNamespace } from '../../local/control-plane/namespaces.js';
+import { repoRoot } from '../../local/control-plane/repo-root.js';
+import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
+import { applyLabBareMetalHosts } from '../../local/lab/bare-metal-hosts.js';
+import { startSimulatedJobController, type SimulatedJobController } from '../../local/lab/job-controller.js';
+import { labHosts, labProvisioning } from '../../local/lab/lab-definition.js';
+import { renderIscLeaseFile } from '../../local/lab/lease-file.js';
+import { liveViewPage } from '../../local/live-view/page.js';
+import { startStack, type Stack } from '../../local/stack.js';
+
+const chromiumPath = '/usr/bin/chromium';
+const namespace = 'live-view-e2e';
+const cluster = 'live-view-edge';
+
+let stack: Stack | undefined;
+let browser: Browser | undefined;
+let jobController: SimulatedJobController | undefined;
+let dir: string;
+
+beforeAll(async () => {
+  if (!existsSync(chromiumPath)) throw new Error(`${chromiumPath} is missing: apt-get install -y chromium`);
+  dir = mkdtempSync(join(tmpdir(), 'bpa-live-view-'));
+  const leases = join(dir, 'dhcpd.leases');
+  writeFileSync(leases, renderIscLeaseFile(labHosts.filter((h) => h.inLeaseFile)));
+  stack = await startStack({
+    port: await freeLoopbackPort(),
+    leases,
+    log: () => undefined,
+    logFile: join(dir, 'stack.log'),
+    functionsEnv: { BMH_NAMESPACE: namespace },
+  });
+  await createNamespace(stack.kubeConfig, namespace);
+  await applyLabBareMetalHosts(stack.kubeConfig, labHosts, namespace);
+  jobController = startSimulatedJobController({ kubeConfig: stack.kubeConfig, namespace, runMs: 300 });
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+}, 300_000);
+
+afterAll(async () => {
+  jobController?.stop();
+  await browser?.close();
+  await stack?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('the live view', () => {
+  it('serves a page whose inline script parses (it is a string in TypeScript: escapes are easy to break)', () => {
+    const script = liveViewPage.slice(
+      liveViewPage.indexOf('<script>') + 8,
+      liveViewPage.indexOf('</script>'),
+    );
+    expect(script.length).toBeGreaterThan(1000);
+    expect(() => new Function(script)).not.toThrow();
+  });
+
+  it('shows a Provisioning’s conditions turning True and the events that moved it', async () => {
+    const page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(stack!.liveViewUrl);
+    await page.waitForSelector('#conn.live', { timeout: 30_000 });
+    await expect(page.locator('#resources').textContent()).resolves.toContain('No Provisioning');
+
+    await applyObject(
+      KubernetesObjectApi.makeApiClient(stack!.kubeConfig),
+      labProvisioning(namespace, cluster) as never,
+    );
+    const card = page.locator(`[data-resource="Provisioning/${namespace}/${cluster}"]`);
+    await card.waitFor({ timeout: 30_000 });
+    // Each condition turns True on the open page, in the order the chain sets them.
+    for (const type of ['HostsResolved', 'InventoryRendered', 'JobLaunched', 'KudInstalled', 'Ready']) {
+      await card.locator(`[data-condition="${type}"][data-status="True"]`).waitFor({ timeout: 120_000 });
+    }
+    // Per-node state from status.nodes.
+    const nodesText = await card.locator('table').textContent();
+    for (const host of labHosts) expect(nodesText).toContain(host.ip);
+
+    // The events arrived as they happened, with their trigger and an HTTP status.
+    for (const type of [
+      'dev.knative.apiserver.resource.add',
+      'org.akraino.icn.bpa.hosts.resolved',
+      'org.akraino.icn.bpa.inventory.rendered',
+      'org.akraino.icn.bpa.kud.job.launched',
+      'org.akraino.icn.bpa.cluster.ready',
+    ]) {
+      await page.locator(`#events tr.event[data-type="${type}"]`).first().waitFor({ timeout: 30_000 });
+    }
+    const resolvedRow = page.locator(
+      '#events tr.event[data-type="org.akraino.icn.bpa.hosts.resolved"][data-trigger="inventory-render-hosts-resolved"]',
+    );
+    await expect(resolvedRow.first().getAttribute('data-status')).resolves.toBe('200');
+
+    // Clicking an event shows its attributes and data.
+    await resolvedRow.first().click();
+    await page.locator('#details-data', { hasText: '"nodes"' }).waitFor({ timeout: 10_000 });
+    const attributes = JSON.parse((await page.locator('#details-attributes').textContent()) ?? '{}');
+    expect(attributes).toMatchObject({
+      type: 'org.akraino.icn.bpa.hosts.resolved',
+      subject: `namespaces/${namespace}/provisionings/${cluster}`,
+      cluster,
+    });
+    const data = JSON.parse((await page.locator('#details-data').textContent()) ?? '{}');
+    expect(data.nodes.map((n: { label: string }) => n.label)).toEqual(['master-1', 'master-2', 'worker-1']);
+
+    const artifacts = join(repoRoot(), 'test', 'artifacts');
+    mkdirSync(artifacts, { recursive: true });
+    await page.screenshot({ path: join(artifacts, 'live-view.png'), fullPage: true });
+    await page.close();
+  }, 300_000);
+});
