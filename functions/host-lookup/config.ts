@@ -17,5 +17,7 @@ export const hostLookupConfigSchema = z.object({
   }),
   /** Bare-metal IP sources, in the order they are tried. */
   IP_SOURCES: envList(['leases', 'nics'], ['leases', 'nics']),
+  /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
+  SWEEP_NAMESPACES: envList<string>([]),
 });
 export type HostLookupConfig = z.infer<typeof hostLookupConfigSchema>;

@@ -12,7 +12,7 @@ import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { conditionsOf } from '../../shared/k8s/condition-writer.js';
 import { clusterOf, provisioningRef } from '../../shared/k8s/provisioning.js';
 import { provisioningsResource } from '../../shared/k8s/resources.js';
-import { listCustomObjects } from '../../shared/k8s/status-writer.js';
+import { listInNamespaces } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { readConfigMap } from '../../shared/k8s/upsert.js';
 import type { FunctionContext } from '../../shared/server/types.js';
@@ -32,7 +32,7 @@ const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
 export async function sweep(context: FunctionContext<HostLookupConfig>): Promise<void> {
   const clients = kubeClients(context.kubeConfig);
   const facts = new ClusterFacts(clients, context.config, context.log);
-  const items = await listCustomObjects(clients, provisioningsResource);
+  const items = await listInNamespaces(clients, provisioningsResource, context.config.SWEEP_NAMESPACES);
   const failed: string[] = [];
   let sent = 0;
   for (const item of items) {

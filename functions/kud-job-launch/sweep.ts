@@ -5,7 +5,7 @@ import { conditionFor, isTrueFor } from '../../shared/k8s/conditions.js';
 import { conditionsOf } from '../../shared/k8s/condition-writer.js';
 import { ProvisioningCondition } from '../../shared/k8s/provisioning.js';
 import { provisioningsResource } from '../../shared/k8s/resources.js';
-import { listCustomObjects } from '../../shared/k8s/status-writer.js';
+import { listInNamespaces } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { readJob } from '../../shared/k8s/upsert.js';
 import type { FunctionContext } from '../../shared/server/types.js';
@@ -29,7 +29,9 @@ export function awaitsCompletion(item: StoredObject): boolean {
  */
 export async function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<void> {
   const clients = kubeClients(context.kubeConfig);
-  const items = (await listCustomObjects(clients, provisioningsResource)).filter(awaitsCompletion);
+  const items = (
+    await listInNamespaces(clients, provisioningsResource, context.config.SWEEP_NAMESPACES)
+  ).filter(awaitsCompletion);
   const failed: string[] = [];
   let sent = 0;
   for (const item of items) {

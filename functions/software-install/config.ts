@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envInt, envOptionalString, envString } from '../../shared/config.js';
+import { envInt, envList, envOptionalString, envString } from '../../shared/config.js';
 import { defaultSshKeySecret } from '../../shared/core/kud-job.js';
 
 /** software-install's env (docs/architecture.md, Config). */
@@ -13,5 +13,7 @@ export const softwareInstallConfigSchema = z.object({
   SSH_CONCURRENCY: envInt(10, { min: 1, max: 1000 }),
   SSH_TIMEOUT_SECONDS: envInt(600, { min: 1 }),
   SSH_CONNECT_TIMEOUT_SECONDS: envInt(15, { min: 1 }),
+  /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
+  SWEEP_NAMESPACES: envList<string>([]),
 });
 export type SoftwareInstallConfig = z.infer<typeof softwareInstallConfigSchema>;

@@ -4,7 +4,7 @@ import { kubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor } from '../../shared/k8s/conditions.js';
 import { conditionsOf } from '../../shared/k8s/condition-writer.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
-import { listCustomObjects } from '../../shared/k8s/status-writer.js';
+import { listInNamespaces } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { SoftwareInstallConfig } from './config.js';
@@ -40,7 +40,9 @@ export async function announce(
 /** The periodic sweep over every Software in every namespace; events go to the broker. */
 export async function sweep(context: FunctionContext<SoftwareInstallConfig>): Promise<void> {
   const clients = kubeClients(context.kubeConfig);
-  const items = (await listCustomObjects(clients, softwaresResource)).filter((item) => needsInstall(item));
+  const items = (await listInNamespaces(clients, softwaresResource, context.config.SWEEP_NAMESPACES)).filter(
+    (item) => needsInstall(item),
+  );
   const failed: string[] = [];
   let sent = 0;
   for (const item of items) {

@@ -119,3 +119,16 @@ export async function listCustomObjects(
   )) as { items?: StoredObject[] };
   return list.items ?? [];
 }
+
+/** Lists in each of `namespaces`, or in all namespaces when the list is empty (the sweeps' scope). */
+export async function listInNamespaces(
+  clients: KubeClients,
+  resource: CustomResource,
+  namespaces: readonly string[],
+): Promise<StoredObject[]> {
+  if (namespaces.length === 0) return listCustomObjects(clients, resource);
+  const lists = await Promise.all(
+    namespaces.map((namespace) => listCustomObjects(clients, resource, { namespace })),
+  );
+  return lists.flat();
+}

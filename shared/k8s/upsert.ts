@@ -114,8 +114,8 @@ export async function deleteJob(clients: KubeClients, job: V1Job): Promise<void>
     await clients.batch.deleteNamespacedJob({
       name,
       namespace,
-      propagationPolicy: 'Background',
-      body: { preconditions: { uid: job.metadata?.uid } },
+      // With a body, the API server reads the options from it and ignores the query.
+      body: { propagationPolicy: 'Background', preconditions: { uid: job.metadata?.uid } },
     });
   } catch (error) {
     if (isNotFound(error) || isConflict(error)) return; // already gone, or already replaced

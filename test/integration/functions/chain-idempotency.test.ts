@@ -1,0 +1,197 @@
+/**
+ * Duplicates, replays, out-of-order delivery, a spec change while the Job runs, and the sweep
+ * recovering dropped events: one Job, one inventory ConfigMap, nothing restarted twice.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
+import { EventTypes } from '../../../shared/events/types.js';
+import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
+import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
+import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
+import { useTestCluster } from '../../support/cluster.js';
+import {
+  ChainHarness,
+  finishJobAsController,
+  jobUpdateEvent,
+  pingEvent,
+  sourceEvent,
+} from './support/chain-harness.js';
+import {
+  bpaGroup,
+  conditionOf,
+  createBareMetalHost,
+  createProvisioning,
+  provisioningObject,
+  readProvisioning,
+} from './support/fixtures.js';
+
+const cluster = useTestCluster();
+
+describe('idempotency and the sweep', () => {
+  let harness: ChainHarness;
+  const batch = () => cluster.kubeConfig.makeApiClient(BatchV1Api);
+  const core = () => cluster.kubeConfig.makeApiClient(CoreV1Api);
+  const jobsOf = async (name: string) =>
+    (await batch().listNamespacedJob({ namespace: cluster.namespace, labelSelector: `cluster=${name}` }))
+      .items;
+  const inventoriesOf = async (name: string) =>
+    (await core().listNamespacedConfigMap({ namespace: cluster.namespace, labelSelector: `cluster=${name}` }))
+      .items;
+
+  beforeAll(async () => {
+    const namespace = cluster.namespace;
+    for (let i = 1; i <= 4; i++) {
+      const mac = `ab:ab:00:00:00:0${i}`;
+      await createBareMetalHost(cluster.kubeConfig, {
+        name: `h-${i}`,
+        namespace,
+        bootMac: mac,
+        nics: [{ name: 'eth0', mac, ip: `10.20.0.${i}` }],
+      });
+    }
+    harness = new ChainHarness(cluster.kubeConfig, { BMH_NAMESPACE: namespace, SWEEP_NAMESPACES: namespace });
+    await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
+  });
+  afterAll(() => harness?.stop());
+
+  it('delivers the same add 5 times and out of order with its updates: one Job, one inventory', async () => {
+    const namespace = cluster.namespace;
+    const created = await createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({
+        name: 'dup',
+        namespace,
+        cluster: 'dup',
+        masters: [{ label: 'm', mac: 'ab:ab:00:00:00:01' }],
+        workers: [{ label: 'w', mac: 'ab:ab:00:00:00:02' }],
+      }),
+    );
+    const add = sourceEvent('add', created);
+    const runs = await Promise.all(Array.from({ length: 5 }, () => harness.publish(add)));
+    const replies = runs.flat().flatMap((d) => (d.reply ? [d.reply.type] : []));
+    expect(replies.filter((t) => t === EventTypes.hostsResolved)).toHaveLength(1);
+    expect(replies.filter((t) => t === EventTypes.inventoryRendered)).toHaveLength(1);
+    expect(replies.filter((t) => t === EventTypes.kudJobLaunched)).toHaveLength(1);
+    expect(runs.flat().every((d) => d.status === 200 || d.status === 204)).toBe(true);
+    const [job] = await jobsOf('dup');
+    expect(await jobsOf('dup')).toHaveLength(1);
+    expect((await inventoriesOf('dup')).map((cm) => cm.metadata?.name)).toEqual(['dup-inventory']);
+
+    // Every event of the run again, newest first, mixed with stale and fresh updates.
+    const chainEvents = runs.flat().flatMap((d) => (d.reply ? [d.reply] : []));
+    const live = await readProvisioning(cluster.kubeConfig, namespace, 'dup');
+    const shuffled: CloudEvent<unknown>[] = [
+      ...chainEvents.reverse(),
+      sourceEvent('update', live),
+      sourceEvent('update', created),
+      add,
+    ];
+    for (const event of shuffled) {
+      const deliveries = await harness.publish(event);
+      expect(deliveries.map((d) => d.status)).toEqual(deliveries.map(() => 204));
+    }
+    const jobs = await jobsOf('dup');
+    expect(jobs.map((j) => j.metadata?.uid)).toEqual([job?.metadata?.uid]);
+    expect(await inventoriesOf('dup')).toHaveLength(1);
+  });
+
+  it('re-runs the chain on a spec change, leaves a running Job alone and replaces it once finished', async () => {
+    const namespace = cluster.namespace;
+    const created = await createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({
+        name: 'grow',
+        namespace,
+        cluster: 'grow',
+        masters: [{ label: 'm', mac: 'ab:ab:00:00:00:03' }],
+      }),
+    );
+    await harness.publish(sourceEvent('add', created));
+    const [first] = await jobsOf('grow');
+
+    const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    const current = await readProvisioning(cluster.kubeConfig, namespace, 'grow');
+    const changed = (await custom.replaceNamespacedCustomObject({
+      ...bpaGroup,
+      plural: 'provisionings',
+      namespace,
+      name: 'grow',
+      body: {
+        ...current,
+        spec: { ...current.spec, workers: [{ w: { 'mac-address': 'ab:ab:00:00:00:04' } }] },
+      },
+    })) as typeof current;
+    expect(changed.metadata.generation).toBe(2);
+    const rerun = await harness.publish(sourceEvent('update', changed));
+    expect(rerun.map((d) => [d.target, d.status, d.reply?.type])).toEqual([
+      ['host-lookup', 200, EventTypes.hostsResolved],
+      ['inventory-render', 200, EventTypes.inventoryRendered],
+      ['kud-job-launch', 204, undefined],
+    ]);
+    let status = await readProvisioning(cluster.kubeConfig, namespace, 'grow');
+    expect(conditionOf(status, 'JobLaunched')).toMatchObject({
+      status: 'False',
+      reason: 'PreviousJobRunning',
+      observedGeneration: 2,
+    });
+    expect((await jobsOf('grow')).map((j) => j.metadata?.uid)).toEqual([first?.metadata?.uid]);
+
+    // The old Job finishes: its completion belongs to generation 1 and announces nothing.
+    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-grow', 'Complete');
+    expect(
+      (await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-grow'))).map(
+        (d) => d.status,
+      ),
+    ).toEqual([204]);
+
+    // The sweep re-drives the launch; the finished Job with the old inventory is replaced.
+    harness.collector.drain();
+    await harness.publish(pingEvent());
+    const sent = harness.collector.drain();
+    expect(sent.map((e) => [e.type, e.subject])).toEqual([
+      [EventTypes.inventoryRendered, `namespaces/${namespace}/provisionings/grow`],
+    ]);
+    const relaunch = await harness.publish(sent[0] as CloudEvent<unknown>);
+    expect(relaunch[0]?.reply?.type).toBe(EventTypes.kudJobLaunched);
+    expect(relaunch[0]?.reply?.data).toMatchObject({ outcome: 'replaced' });
+    const jobs = await jobsOf('grow');
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]?.metadata?.uid).not.toBe(first?.metadata?.uid);
+    expect(jobs[0]?.metadata?.annotations?.['bpa.akraino.org/provisioning-generation']).toBe('2');
+    status = await readProvisioning(cluster.kubeConfig, namespace, 'grow');
+    expect(conditionOf(status, 'JobLaunched')).toMatchObject({ status: 'True', observedGeneration: 2 });
+  });
+
+  it('recovers dropped events from the sweep: a Provisioning never announced, a Job completion never seen', async () => {
+    const namespace = cluster.namespace;
+    // Created while "the source was down": no add event at all.
+    await createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({
+        name: 'quiet',
+        namespace,
+        cluster: 'quiet',
+        masters: [{ label: 'm', mac: 'ab:ab:00:00:00:01' }],
+      }),
+    );
+    harness.collector.drain();
+    await harness.publish(pingEvent());
+    const resolved = harness.collector.drain().filter((e) => e.subject?.endsWith('/quiet'));
+    expect(resolved.map((e) => e.type)).toEqual([EventTypes.hostsResolved]);
+    // The sweep's event goes through the broker to the rest of the chain.
+    await harness.publish(resolved[0] as CloudEvent<unknown>);
+    expect(await jobsOf('quiet')).toHaveLength(1);
+
+    // The Job completes but its update event is dropped: the next sweep finishes it.
+    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-quiet', 'Complete');
+    await harness.publish(pingEvent());
+    const ready = harness.collector.drain().filter((e) => e.subject?.endsWith('/quiet'));
+    expect(ready.map((e) => e.type)).toEqual([EventTypes.clusterReady]);
+    const status = await readProvisioning(cluster.kubeConfig, namespace, 'quiet');
+    expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'True' });
+    // A further sweep finds nothing to do.
+    await harness.publish(pingEvent());
+    expect(harness.collector.drain().filter((e) => e.subject?.endsWith('/quiet'))).toEqual([]);
+  });
+});
