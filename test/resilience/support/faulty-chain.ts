@@ -1,0 +1,194 @@
+/**
+ * The four functions behind their real HTTP servers, with the broker's part played by a driver
+ * that can misbehave on purpose: drop an event once, deliver it twice, deliver late, and retry
+ * 5xx answers the way the broker does. The ApiServerSource and the Job controller are played
+ * as in test/integration/functions/support/chain-harness.ts (whose ChainHarness runs the servers).
+ */
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
+import { EventTypes, SourceEventTypes } from '../../../shared/events/types.js';
+import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
+import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
+import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
+import { definition as softwareInstall } from '../../../functions/software-install/index.js';
+import type { Env } from '../../../shared/config.js';
+import {
+  ChainHarness,
+  finishJobAsController,
+  jobUpdateEvent,
+  pingEvent,
+  type Delivery,
+} from '../../integration/functions/support/chain-harness.js';
+import { bpaGroup } from '../../integration/functions/support/fixtures.js';
+
+/** Trigger routing of manifests/eventing (as the chain harness has it). */
+export function routesFor(event: CloudEvent<unknown>): string[] {
+  const kind = (event as unknown as { kind?: string }).kind;
+  switch (event.type) {
+    case SourceEventTypes.resourceAdd:
+      return kind === 'Provisioning' ? ['host-lookup'] : kind === 'Software' ? ['software-install'] : [];
+    case SourceEventTypes.resourceUpdate:
+      if (kind === 'Provisioning') return ['host-lookup'];
+      if (kind === 'Job') return ['kud-job-launch'];
+      return kind === 'Software' ? ['software-install'] : [];
+    case SourceEventTypes.ping:
+      return ['host-lookup', 'kud-job-launch', 'software-install'];
+    case EventTypes.hostsResolved:
+      return ['inventory-render'];
+    case EventTypes.inventoryRendered:
+      return ['kud-job-launch'];
+    case EventTypes.clusterReady:
+      return ['software-install'];
+    default:
+      return [];
+  }
+}
+
+/** What the driver does with one delivery: pass it, lose it, or pass it and send it again later. */
+export type Fault = 'pass' | 'drop' | 'duplicate-late';
+
+/** The name of an event in the chain, for choosing faults: its type, or `<verb> <Kind>` for source events. */
+export function stepName(event: CloudEvent<unknown>): string {
+  const kind = (event as unknown as { kind?: string }).kind;
+  if (event.type.startsWith('dev.knative.apiserver.resource.'))
+    return `${event.type.slice('dev.knative.apiserver.resource.'.length)} ${kind ?? '?'}`;
+  return event.type.replace(/^org\.akraino\.icn\.bpa\./, '');
+}
+
+export interface FaultyChainOptions {
+  kubeConfig: KubeConfig;
+  /** Functions' kubeconfig (e.g. through a fault proxy). Default: `kubeConfig`. */
+  functionKubeConfig?: KubeConfig;
+  env: Env;
+  /** Retries of a 5xx answer, as the broker's delivery spec (default 10). */
+  retries?: number;
+  retryDelayMs?: number;
+}
+
+export class FaultyChain {
+  readonly harness: ChainHarness;
+  /** Deliveries held back by `duplicate-late`, sent by flushLate(). */
+  private late: CloudEvent<unknown>[] = [];
+  /** Delivery answers >= 500 seen (and retried). */
+  serverErrors = 0;
+  constructor(private readonly options: FaultyChainOptions) {
+    this.harness = new ChainHarness(options.functionKubeConfig ?? options.kubeConfig, options.env);
+  }
+
+  start() {
+    return this.harness.start([hostLookup, inventoryRender, kudJobLaunch, softwareInstall]);
+  }
+  stop() {
+    return this.harness.stop();
+  }
+
+  /** One delivery with the broker's retries of 5xx (linear delay). */
+  async deliver(target: string, event: CloudEvent<unknown>): Promise<Delivery> {
+    const retries = this.options.retries ?? 10;
+    for (let attempt = 0; ; attempt++) {
+      let delivery: Delivery;
+      try {
+        delivery = await this.harness.deliver(target, event);
+      } catch (error) {
+        if (attempt >= retries) throw error;
+        this.serverErrors++;
+        await new Promise((r) => setTimeout(r, this.options.retryDelayMs ?? 300));
+        continue;
+      }
+      if (delivery.status < 500 || attempt >= retries) return delivery;
+      this.serverErrors++;
+      await new Promise((r) => setTimeout(r, this.options.retryDelayMs ?? 300));
+    }
+  }
+
+  /**
+   * Delivers the event and every reply, breadth first, asking `fault` what to do with each
+   * (event, target) pair. Returns the deliveries made.
+   */
+  async publish(
+    event: CloudEvent<unknown>,
+    fault: (event: CloudEvent<unknown>, target: string) => Fault = () => 'pass',
+  ): Promise<Delivery[]> {
+    const made: Delivery[] = [];
+    const queue = [event];
+    while (queue.length > 0) {
+      const next = queue.shift() as CloudEvent<unknown>;
+      for (const target of routesFor(next)) {
+        const what = fault(next, target);
+        if (what === 'drop') continue;
+        if (what === 'duplicate-late') this.late.unshift(next);
+        const delivery = await this.deliver(target, next);
+        made.push(delivery);
+        if (delivery.reply) queue.push(delivery.reply);
+      }
+    }
+    return made;
+  }
+
+  /** Sends the held-back duplicates, newest first (so they also arrive out of order). */
+  async flushLate(): Promise<Delivery[]> {
+    const late = this.late.splice(0, this.late.length);
+    const made: Delivery[] = [];
+    for (const event of late) made.push(...(await this.publish(event)));
+    return made;
+  }
+
+  /** One ping to every function, then whatever the sweeps sent, delivered. */
+  async sweep(): Promise<Delivery[]> {
+    const made = await this.publish(pingEvent());
+    const sent = this.harness.collector.drain();
+    for (const event of sent) made.push(...(await this.publish(event)));
+    return made;
+  }
+
+  /** Plays the Job controller (when the Job exists and is not finished) and the Job source. */
+  async finishJob(
+    namespace: string,
+    jobName: string,
+    fault?: (event: CloudEvent<unknown>, target: string) => Fault,
+  ): Promise<Delivery[]> {
+    const batch = this.options.kubeConfig.makeApiClient(BatchV1Api);
+    const job = await batch.readNamespacedJob({ name: jobName, namespace }).catch(() => undefined);
+    if (!job) return [];
+    const finished = (job.status?.conditions ?? []).some((c) => c.type === 'Complete' && c.status === 'True');
+    if (finished) return [];
+    await finishJobAsController(this.options.kubeConfig, namespace, jobName, 'Complete');
+    return this.publish(await jobUpdateEvent(this.options.kubeConfig, namespace, jobName), fault);
+  }
+}
+
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+}
+
+export async function conditionsOf(
+  kubeConfig: KubeConfig,
+  plural: 'provisionings' | 'softwares',
+  namespace: string,
+  name: string,
+): Promise<Condition[]> {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const object = (await api.getNamespacedCustomObject({ ...bpaGroup, plural, namespace, name })) as {
+    status?: { conditions?: Condition[] };
+  };
+  return object.status?.conditions ?? [];
+}
+
+export const isTrue = (conditions: Condition[], type: string) =>
+  conditions.some((c) => c.type === type && c.status === 'True');
+
+/** What exists for a cluster: Jobs, and the inventory and IP ConfigMaps (must each be one). */
+export async function derivedObjects(kubeConfig: KubeConfig, namespace: string, cluster: string) {
+  const batch = kubeConfig.makeApiClient(BatchV1Api);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const jobs = await batch.listNamespacedJob({ namespace, labelSelector: `cluster=${cluster}` });
+  const configMaps = await core.listNamespacedConfigMap({ namespace, labelSelector: `cluster=${cluster}` });
+  return {
+    jobs: jobs.items.map((j) => j.metadata?.name),
+    configMaps: configMaps.items.map((c) => c.metadata?.name).sort(),
+  };
+}
