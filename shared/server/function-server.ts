@@ -144,7 +144,7 @@ export async function startFunctionServer<Config>(
   /** Sends an extra event to the sink, continuing the request's trace. */
   const makeSend =
     (span: RequestSpan | undefined, requestLog: Logger) =>
-    async (event: CloudEvent): Promise<void> => {
+    async (event: CloudEvent<unknown>): Promise<void> => {
       if (!sinkUrl) {
         throw new BpaError(
           'NoSinkConfigured',

@@ -20,7 +20,7 @@ export interface FunctionContext<Config = unknown> {
    * Sends an extra event to the broker (K_SINK / BROKER_URL). Only the sweep uses it;
    * normal chaining is by reply. Rejects when no sink is configured.
    */
-  send(event: CloudEvent): Promise<void>;
+  send(event: CloudEvent<unknown>): Promise<void>;
   /** W3C traceparent of the incoming event, if any (the server continues the trace). */
   traceparent?: string;
   /**

@@ -71,7 +71,7 @@ describe('context.send()', () => {
     try {
       const response = await sendRequest(server.url, 1);
       expect(response.status).toBe(503);
-      expect((await response.json()).error.reason).toBe('SinkRejected');
+      expect(((await response.json()) as { error: { reason: string } }).error.reason).toBe('SinkRejected');
     } finally {
       await server.close();
       await sink.close();
@@ -83,7 +83,9 @@ describe('context.send()', () => {
     try {
       const response = await sendRequest(server.url, 1);
       expect(response.status).toBe(500);
-      expect((await response.json()).error.reason).toBe('NoSinkConfigured');
+      expect(((await response.json()) as { error: { reason: string } }).error.reason).toBe(
+        'NoSinkConfigured',
+      );
     } finally {
       await server.close();
     }

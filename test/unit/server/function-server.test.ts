@@ -446,7 +446,7 @@ describe('function server', () => {
     it('answers 404 with a JSON error for other paths', async () => {
       const response = await fetch(`${server.url}/nope`);
       expect(response.status).toBe(404);
-      expect((await response.json()).error.reason).toBe('NotFound');
+      expect(((await response.json()) as { error: { reason: string } }).error.reason).toBe('NotFound');
     });
     it('answers 405 with Allow for other methods', async () => {
       const response = await fetch(server.url, { method: 'GET' });
