@@ -1,0 +1,178 @@
+import { describe, expect, it } from '@jest/globals';
+import { conditionFor, setCondition } from '../../../shared/k8s/conditions.js';
+import { classifyApiError } from '../../../shared/k8s/api-errors.js';
+import { ApiException } from '@kubernetes/client-node';
+import { nextStep } from '../../../functions/host-lookup/next-step.js';
+import { parseLeasesSource } from '../../../functions/host-lookup/lease-source.js';
+import { clusterNodesFrom } from '../../../functions/software-install/cluster-nodes.js';
+import { needsInstall } from '../../../functions/software-install/sweep.js';
+import { jobState, runDurationSeconds } from '../../../functions/kud-job-launch/job-state.js';
+import type { Condition } from '../../../shared/schemas/kube.js';
+
+const cond = (type: string, status: Condition['status'], generation = 1, reason = type): Condition => ({
+  type,
+  status,
+  reason,
+  message: `${type} ${status}`,
+  observedGeneration: generation,
+  lastTransitionTime: '2026-01-01T00:00:00Z',
+});
+
+describe('setCondition', () => {
+  const t1 = new Date('2026-01-01T00:00:00Z');
+  const t2 = new Date('2026-01-02T00:00:00Z');
+  it('keeps lastTransitionTime while the status stays, moves it when the status changes', () => {
+    const first = setCondition([], { type: 'Ready', status: 'False', reason: 'A', message: 'a' }, t1);
+    const same = setCondition(first, { type: 'Ready', status: 'False', reason: 'B', message: 'b' }, t2);
+    expect(same).toEqual([
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'B',
+        message: 'b',
+        lastTransitionTime: '2026-01-01T00:00:00Z',
+      },
+    ]);
+    const flipped = setCondition(
+      same,
+      { type: 'Ready', status: 'True', reason: 'C', message: 'c', observedGeneration: 3 },
+      t2,
+    );
+    expect(flipped[0]).toMatchObject({
+      status: 'True',
+      lastTransitionTime: '2026-01-02T00:00:00Z',
+      observedGeneration: 3,
+    });
+  });
+  it('keeps the other conditions and their order, and does not mutate its input', () => {
+    const list = [cond('A', 'True'), cond('B', 'True')];
+    const next = setCondition(list, { type: 'A', status: 'False', reason: 'X', message: 'x' }, t1);
+    expect(next.map((c) => c.type)).toEqual(['A', 'B']);
+    expect(list[0]?.status).toBe('True');
+    expect(conditionFor(next, 'B', 2)).toBeUndefined();
+  });
+});
+
+describe('classifyApiError', () => {
+  it('makes 5xx, 429 and connection failures transient (503) and the rest internal', () => {
+    expect(classifyApiError(new ApiException(503, 'x', '{"message":"etcd down"}', {}), 'read').kind).toBe(
+      'transient',
+    );
+    expect(classifyApiError(new ApiException(429, 'x', '', {}), 'read').kind).toBe('transient');
+    expect(classifyApiError(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }), 'read').kind).toBe(
+      'transient',
+    );
+    const forbidden = classifyApiError(new ApiException(403, 'x', { message: 'no rights' }, {}), 'list pods');
+    expect([forbidden.kind, forbidden.reason, forbidden.message]).toEqual([
+      'internal',
+      'KubernetesForbidden',
+      'Kubernetes API refused to list pods: no rights',
+    ]);
+  });
+});
+
+describe('the sweep of host-lookup', () => {
+  it('re-drives the next step of what is not Ready for its generation', () => {
+    expect(nextStep([], 1)).toBe('resolve');
+    expect(nextStep([cond('HostsResolved', 'True', 1)], 2)).toBe('resolve');
+    expect(nextStep([cond('HostsResolved', 'True')], 1)).toBe('render');
+    expect(nextStep([cond('HostsResolved', 'True'), cond('InventoryRendered', 'True')], 1)).toBe('launch');
+    expect(
+      nextStep(
+        [
+          cond('HostsResolved', 'True'),
+          cond('InventoryRendered', 'True'),
+          cond('JobLaunched', 'False', 1, 'PreviousJobRunning'),
+        ],
+        1,
+      ),
+    ).toBe('launch');
+  });
+  it('leaves alone what runs, what is Ready and what only a spec change can fix', () => {
+    expect(nextStep([cond('JobLaunched', 'True')], 1)).toBe('none');
+    expect(nextStep([cond('Ready', 'True')], 1)).toBe('none');
+    expect(nextStep([cond('KudInstalled', 'False', 1, 'JobFailed')], 1)).toBe('none');
+    expect(nextStep([cond('HostsResolved', 'False', 1, 'MacAddressMissing')], 1)).toBe('none');
+    expect(nextStep([cond('HostsResolved', 'False', 1, 'HostNotFound')], 1)).toBe('resolve');
+  });
+});
+
+describe('LEASES_SOURCE', () => {
+  it('is a path or configmap:<ns>/<name>/<key>', () => {
+    expect(parseLeasesSource('/var/lib/dhcp/dhcpd.leases')).toEqual({
+      kind: 'file',
+      path: '/var/lib/dhcp/dhcpd.leases',
+    });
+    expect(parseLeasesSource('configmap:bpa-system/leases/dhcpd.leases')).toEqual({
+      kind: 'configmap',
+      namespace: 'bpa-system',
+      name: 'leases',
+      key: 'dhcpd.leases',
+    });
+    expect(() => parseLeasesSource('configmap:only-ns')).toThrow(/configmap:<namespace>\/<name>\/<key>/);
+    expect(() => parseLeasesSource('relative/path')).toThrow(/absolute file path/);
+  });
+});
+
+describe('cluster ConfigMap nodes', () => {
+  it('gives one node per label with every role, masters first', () => {
+    expect(
+      clusterNodesFrom({
+        WORKER_w_1: '10.0.0.3',
+        'MASTER_m-1': '10.0.0.1',
+        'WORKER_m-1': '10.0.0.1',
+        'hosts.ini': 'ignored',
+        MASTER_empty: ' ',
+      }),
+    ).toEqual([
+      { label: 'm-1', ip: '10.0.0.1', roles: ['master', 'worker'] },
+      { label: 'w_1', ip: '10.0.0.3', roles: ['worker'] },
+    ]);
+  });
+});
+
+describe('the sweep of software-install', () => {
+  const software = (conditions: Condition[], claim?: object) => ({
+    metadata: { name: 's', generation: 1 },
+    status: { conditions, ...(claim ? { claim } : {}) },
+  });
+  it('drives what was never handled, waits on its cluster, or lost its installer', () => {
+    const now = new Date('2026-01-01T12:00:00Z');
+    expect(needsInstall(software([]), now)).toBe(true);
+    expect(needsInstall(software([cond('Installed', 'Unknown', 1, 'ClusterNotReady')]), now)).toBe(true);
+    const claim = (expiresAt: string) => ({ generation: 1, holder: 'pod-a', expiresAt });
+    expect(
+      needsInstall(
+        software([cond('Installed', 'Unknown', 1, 'Installing')], claim('2026-01-01T13:00:00Z')),
+        now,
+      ),
+    ).toBe(false);
+    expect(
+      needsInstall(
+        software([cond('Installed', 'Unknown', 1, 'Installing')], claim('2026-01-01T11:00:00Z')),
+        now,
+      ),
+    ).toBe(true);
+    expect(needsInstall(software([cond('Installed', 'False', 1, 'InstallFailed')]), now)).toBe(false);
+    expect(needsInstall(software([cond('Installed', 'True'), cond('Ready', 'True')]), now)).toBe(false);
+  });
+});
+
+describe('Job state', () => {
+  it('reads completion and failure as the Job controller writes them', () => {
+    const job = (types: string[], extra: object = {}) => ({
+      status: { conditions: types.map((type) => ({ type, status: 'True' })), ...extra },
+    });
+    expect(jobState(job([]))).toBe('running');
+    expect(jobState(job(['SuccessCriteriaMet', 'Complete']))).toBe('complete');
+    expect(jobState(job(['FailureTarget']))).toBe('failed');
+    expect(
+      runDurationSeconds(
+        job(['Complete'], {
+          startTime: '2026-01-01T00:00:00Z',
+          completionTime: '2026-01-01T00:10:00Z',
+        }) as never,
+      ),
+    ).toBe(600);
+  });
+});
