@@ -70,10 +70,10 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-/** Removes nothing the user asked to keep: only temp dirs the stack made. */
+/** Kept after stop (under the git-ignored .bpa/), so a run can be read afterwards. */
 function defaultLogFile(): string {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  return resolve('.bpa', 'logs', `stack-${stamp}.log`);
+  return join(repoRoot(), '.bpa', 'logs', `stack-${stamp}.log`);
 }
 
 /**

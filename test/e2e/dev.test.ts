@@ -71,7 +71,7 @@ describe('bpa dev (a real process)', () => {
       expect(output.stdout).toMatch(/live view\s+http:\/\/127\.0\.0\.1:\d+\//);
       for (const name of ['host-lookup', 'inventory-render', 'kud-job-launch', 'software-install'])
         expect(output.stdout).toMatch(new RegExp(`${name}\\s+http://127\\.0\\.0\\.1:\\d+`));
-      expect(output.stdout).toContain(`kubeconfig  ${kubeconfig}`);
+      expect(output.stdout).toMatch(new RegExp(`kubeconfig\\s+${kubeconfig}`));
 
       const kubectl = (...args: string[]) => run('kubectl', ['--kubeconfig', kubeconfig, ...args]);
       const apply = spawn('kubectl', ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
