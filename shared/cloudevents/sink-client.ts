@@ -39,15 +39,17 @@ export class SinkUnreachableError extends BpaError {
 }
 
 function describeNetworkError(error: unknown): string {
-  if (error instanceof Error) {
-    if (error.name === 'TimeoutError' || error.name === 'AbortError') return 'timed out';
-    const cause = (error as Error & { cause?: unknown }).cause;
-    if (cause && typeof cause === 'object') {
+  // Duck-typed, not instanceof: fetch's errors may come from another realm (jest's vm modules).
+  if (error !== null && typeof error === 'object' && 'message' in error) {
+    const name = 'name' in error ? String(error.name) : '';
+    if (name === 'TimeoutError' || name === 'AbortError') return 'timed out';
+    const cause = 'cause' in error ? error.cause : undefined;
+    if (cause !== null && typeof cause === 'object') {
       const code = 'code' in cause ? String(cause.code) : undefined;
       const message = 'message' in cause ? String(cause.message) : undefined;
       if (code || message) return [code, message].filter(Boolean).join(' ');
     }
-    return error.message;
+    return String(error.message);
   }
   return String(error);
 }
