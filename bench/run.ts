@@ -1,6 +1,7 @@
 import { brokerBench } from './broker.js';
 import { resolutionBench } from './resolution.js';
 import { sshFanoutBench } from './ssh-fanout.js';
+import { stackBench } from './stack.js';
 
 /** One benchmark: prints its own figures through `print`. */
 export interface BenchModule {
@@ -9,7 +10,7 @@ export interface BenchModule {
 }
 
 /** Benchmarks run in this order by `npm run bench`. Add new modules to the list. */
-const benches: BenchModule[] = [resolutionBench, brokerBench, sshFanoutBench];
+const benches: BenchModule[] = [resolutionBench, brokerBench, sshFanoutBench, stackBench];
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
 for (const bench of benches) {
