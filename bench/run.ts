@@ -1,4 +1,5 @@
 import { brokerBench } from './broker.js';
+import { functionServerBench } from './function-server.js';
 import { resolutionBench } from './resolution.js';
 import { sshFanoutBench } from './ssh-fanout.js';
 import { stackBench } from './stack.js';
@@ -10,7 +11,13 @@ export interface BenchModule {
 }
 
 /** Benchmarks run in this order by `npm run bench`. Add new modules to the list. */
-const benches: BenchModule[] = [resolutionBench, brokerBench, sshFanoutBench, stackBench];
+const benches: BenchModule[] = [
+  resolutionBench,
+  functionServerBench,
+  brokerBench,
+  sshFanoutBench,
+  stackBench,
+];
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
 for (const bench of benches) {
