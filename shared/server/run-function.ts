@@ -39,6 +39,8 @@ export async function runFunction<Config>(
     throw error;
   }
   const stop = (signal: NodeJS.Signals) => {
+    process.off('SIGTERM', stop);
+    process.off('SIGINT', stop);
     log.info('signal received, shutting down', { function: definition.name, signal });
     server.close().then(
       () => {
