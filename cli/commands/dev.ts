@@ -4,8 +4,13 @@ import { UsageError } from '../command.js';
 import { startStack, type StackOptions } from '../../local/stack.js';
 import { stackBanner } from '../../local/stack/banner.js';
 import { formatDeliveryLine } from '../../local/stack/delivery-line.js';
+import { firstFreePort } from '../../local/stack/free-port.js';
+import { startLiveView } from '../../local/live-view/server.js';
+import { createLogger } from '../../shared/log.js';
+import { KubeConfig } from '@kubernetes/client-node';
 
 const usage = `Usage: bpa dev [--kubeconfig FILE] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay]
+       bpa dev --live-view-only [--kubeconfig FILE] [--host ADDR] [--port N]
 
 Runs the functions on this machine, driven by the same Broker, Triggers, ApiServerSources and
 PingSource as on a cluster (read from manifests/): an embedded Knative broker, the local
@@ -20,6 +25,12 @@ Options:
                          the live view takes the next free port
   --leases FILE          ISC dhcpd or dnsmasq lease file for host-lookup (LEASES_SOURCE)
   --replay               announce objects that already exist (Knative's source never does)
+  --live-view-only       serve only the live view, for a real cluster: resources from the
+                         kubeconfig's API, events POSTed by the cluster's broker to
+                         <live view>/api/cloudevents (a Trigger with an empty filter; see
+                         local/live-view/README.md)
+  --host ADDR            bind address (default 127.0.0.1; the live-view-only mode may need
+                         an address the cluster can reach)
   -h, --help             this text
 
 Prints one line per event delivery (type, subject, trigger, status, latency). Ctrl-C stops
@@ -30,7 +41,9 @@ Try it:
   kubectl --kubeconfig <printed path> get provisionings -A -w
 `;
 
-function parseOptions(argv: string[]): Omit<StackOptions, 'log'> {
+type DevOptions = Omit<StackOptions, 'log'> & { liveViewOnly: boolean };
+
+function parseOptions(argv: string[]): DevOptions {
   let values;
   try {
     ({ values } = parseArgs({
@@ -43,6 +56,8 @@ function parseOptions(argv: string[]): Omit<StackOptions, 'log'> {
         port: { type: 'string' },
         leases: { type: 'string' },
         replay: { type: 'boolean' },
+        'live-view-only': { type: 'boolean' },
+        host: { type: 'string' },
       },
     }));
   } catch (error) {
@@ -65,7 +80,36 @@ function parseOptions(argv: string[]): Omit<StackOptions, 'log'> {
     ...(port ? { port } : {}),
     ...(values.leases ? { leases: values.leases } : {}),
     replay: values.replay ?? false,
+    ...(values.host ? { host: values.host } : {}),
+    liveViewOnly: values['live-view-only'] ?? false,
   };
+}
+
+/** The live view alone, against a cluster: its API for resources, its broker for events. */
+async function runLiveViewOnly(
+  options: DevOptions,
+  io: CliIO,
+  stopped: Promise<NodeJS.Signals>,
+): Promise<number> {
+  if (!options.kubeconfig) throw new UsageError('--live-view-only needs --kubeconfig FILE (or KUBECONFIG)');
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(options.kubeconfig);
+  const host = options.host ?? '127.0.0.1';
+  const liveView = await startLiveView({
+    host,
+    port: await firstFreePort(host, options.port ?? 8080),
+    kubeConfig,
+    log: createLogger({ level: 'warn', sink: (line) => io.stderr(`${line}\n`) }),
+  });
+  io.stdout(
+    `bpa dev: live view only, resources from ${kubeConfig.getCurrentCluster()?.server ?? options.kubeconfig}\n` +
+      `  live view         ${liveView.url}\n` +
+      `  CloudEvent sink   ${liveView.cloudEventsUrl}   (subscriber of a Trigger with an empty filter)\n` +
+      'Ctrl-C stops\n',
+  );
+  await stopped;
+  await liveView.stop();
+  return 0;
 }
 
 /** Resolves on the first SIGINT or SIGTERM; a second one ends the process at once. */
@@ -94,6 +138,7 @@ export const devCommand: CliCommand = {
   run: async (argv, io) => {
     const options = parseOptions(argv);
     const stopped = untilStopSignal(io);
+    if (options.liveViewOnly) return runLiveViewOnly(options, io, stopped);
     const say = (line: string) => io.stdout(`${line}\n`);
     say('bpa dev: starting the embedded stack');
     const starting = startStack({

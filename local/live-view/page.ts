@@ -39,8 +39,8 @@ export const liveViewPage = `<!doctype html>
   td.wrap { white-space:normal; }
   #events { table-layout:fixed; }
   #events td { overflow:hidden; text-overflow:ellipsis; }
-  #events th:nth-child(1) { width:80px; } #events th:nth-child(2) { width:28%; } #events th:nth-child(4) { width:24%; }
-  #events th:nth-child(5) { width:64px; } #events th:nth-child(6) { width:70px; }
+  #events th:nth-child(1) { width:96px; } #events th:nth-child(2) { width:28%; } #events th:nth-child(4) { width:24%; }
+  #events th:nth-child(5) { width:78px; } #events th:nth-child(6) { width:70px; }
   .empty { color:var(--muted); font-style:italic; padding:8px 0; }
   #events-wrap { background:var(--card); border:1px solid var(--line); border-radius:8px; max-height:calc(100vh - 330px); min-height:200px; overflow:auto; }
   #events tr.event { cursor:pointer; }

@@ -17,7 +17,10 @@ import { applyLabBareMetalHosts } from '../../local/lab/bare-metal-hosts.js';
 import { startSimulatedJobController, type SimulatedJobController } from '../../local/lab/job-controller.js';
 import { labHosts, labProvisioning } from '../../local/lab/lab-definition.js';
 import { renderIscLeaseFile } from '../../local/lab/lease-file.js';
+import { CloudEvent, HTTP } from 'cloudevents';
 import { liveViewPage } from '../../local/live-view/page.js';
+import { startLiveView } from '../../local/live-view/server.js';
+import { silentLogger } from '../../shared/log.js';
 import { startStack, type Stack } from '../../local/stack.js';
 
 const chromiumPath = '/usr/bin/chromium';
@@ -72,6 +75,50 @@ describe('the live view', () => {
     );
     expect(script.length).toBeGreaterThan(1000);
     expect(() => new Function(script)).not.toThrow();
+  });
+
+  it('follows a cluster’s broker as a subscriber: a POSTed CloudEvent becomes a row, its data is kept, garbage is 400', async () => {
+    const standalone = await startLiveView({ host: '127.0.0.1', port: 0, log: silentLogger });
+    try {
+      const event = new CloudEvent({
+        type: 'org.akraino.icn.bpa.cluster.ready',
+        source: '/bpa-functions/kud-job-launch',
+        subject: 'namespaces/edge/provisionings/e1',
+        data: { cluster: 'e1' },
+      });
+      const message = HTTP.binary(event);
+      const posted = await fetch(standalone.cloudEventsUrl, {
+        method: 'POST',
+        headers: message.headers as Record<string, string>,
+        body: message.body as string,
+      });
+      expect(posted.status).toBe(202);
+      const state = (await (await fetch(`${standalone.url}api/state`)).json()) as {
+        events: { id: string; type: string; trigger: string; status: string }[];
+      };
+      expect(state.events).toEqual([
+        expect.objectContaining({
+          id: event.id,
+          type: event.type,
+          trigger: 'subscriber',
+          status: 'received',
+        }),
+      ]);
+      const kept = (await (await fetch(`${standalone.url}api/events/${event.id}`)).json()) as {
+        attributes: Record<string, unknown>;
+        data: unknown;
+      };
+      expect(kept.attributes.subject).toBe('namespaces/edge/provisionings/e1');
+      expect(kept.data).toEqual({ cluster: 'e1' });
+      const garbage = await fetch(standalone.cloudEventsUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"not":"an event"}',
+      });
+      expect(garbage.status).toBe(400);
+    } finally {
+      await standalone.stop();
+    }
   });
 
   it('shows a Provisioning’s conditions turning True and the events that moved it', async () => {
