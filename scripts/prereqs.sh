@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Everything `npm test` and `npm start` need beyond node_modules, installed idempotently:
-# Debian packages (OpenSSH server for the SSH tests), the Go-built control plane
+# Debian packages (OpenSSH server for the SSH tests, Chromium for the live-view test), the Go-built control plane
 # (kube-apiserver + etcd, cached per version), and the compiled TypeScript.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)   # real sshd hosts in the SSH tests
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)        # the live view's browser test
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "[prereqs] installing Debian packages: ${need_apt[*]}" >&2
