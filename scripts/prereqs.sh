@@ -5,9 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# `prereqs.sh test` (npm test) needs the Debian packages; `prereqs.sh start` (npm start, the demo,
+# whose lab hosts are simulated in-process) does not.
+purpose=${1:-test}
 need_apt=()
-[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)   # real sshd hosts in the SSH tests
-[ -x /usr/bin/chromium ] || need_apt+=(chromium)        # the live view's browser test
+if [ "$purpose" = test ]; then
+  [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)   # real sshd hosts in the SSH tests
+  [ -x /usr/bin/chromium ] || need_apt+=(chromium)        # the live view's browser test
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "[prereqs] installing Debian packages: ${need_apt[*]}" >&2
