@@ -64,7 +64,7 @@ describe('the SSH install command and hostile package words', () => {
         } catch (error) {
           const clean = error instanceof BpaError && error.kind === 'invalid' && !valid;
           tally.record('Bad input', clean);
-          if (!clean) throw new Error(`unexpected refusal of ${show(packages)}: ${String(error)}`);
+          if (!clean) throw new Error(`unexpected refusal of ${show(packages)}`, { cause: error });
           expect((error as BpaError).reason).toMatch(/^InvalidPackage(Name|Version)$/);
           expect((error as BpaError).message).toMatch(/^Invalid package (name|version) "/);
           refused++;

@@ -99,13 +99,13 @@ describe('event faults', () => {
     await chain.finishJob(cluster.namespace, `kud-${name}`, fault);
   }
 
-  it.each(droppable.map((step, index) => [step, index]))(
+  it.each(droppable.map((step, index) => [step, index] as const))(
     'recovers a chain whose %s event was dropped, through the sweep',
     async (step, index) => {
       const name = `drop-${index}`;
       let dropped = 0;
       let droppedAt = 0;
-      await runChain(index, name, (event, target) => {
+      await runChain(index, name, (event) => {
         if (dropped === 0 && stepName(event) === step) {
           dropped++;
           droppedAt = performance.now();

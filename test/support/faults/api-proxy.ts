@@ -14,6 +14,8 @@ export interface RequestInfo {
   method: string;
   /** Path and query, e.g. /apis/bpa.akraino.org/v1alpha1/namespaces/x/provisionings/y/status */
   url: string;
+  /** Set when the proxy answered this request itself with an injected status. */
+  injectedStatus?: number;
 }
 
 export interface InjectedFailure {
@@ -85,6 +87,7 @@ export async function startApiProxy(upstream: KubeConfig): Promise<ApiProxy> {
     const failure = failures.find((f) => f.failed < f.times && f.matches(info));
     if (failure) {
       failure.failed++;
+      info.injectedStatus = failure.status;
       request.resume();
       response
         .writeHead(failure.status, { 'content-type': 'application/json' })
