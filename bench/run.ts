@@ -1,5 +1,6 @@
 import { brokerBench } from './broker.js';
 import { functionServerBench } from './function-server.js';
+import { functionsBench } from './functions.js';
 import { resolutionBench } from './resolution.js';
 import { sshFanoutBench } from './ssh-fanout.js';
 import { stackBench } from './stack.js';
@@ -14,6 +15,7 @@ export interface BenchModule {
 const benches: BenchModule[] = [
   resolutionBench,
   functionServerBench,
+  functionsBench,
   brokerBench,
   sshFanoutBench,
   stackBench,
