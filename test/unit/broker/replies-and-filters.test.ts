@@ -147,6 +147,8 @@ describe('replies', () => {
     );
     await postEvent(running.ingressUrl('test', 'default'), ping());
     const [dead] = await deadLetters.waitForCount(1);
+    // The record of the dead-lettering is written after the sink answers: wait for it too.
+    await waitFor(() => records.length === 3);
     expect(chatty.received).toHaveLength(3);
     expect(records.map((r) => r.outcome)).toEqual(['retry', 'retry', 'dead-lettered']);
     expect(dead!.headers['ce-knativeerrorcode']).toBe('502');
