@@ -41,7 +41,7 @@ const hosts = [
 
 /** Lines an inventory may hold: nothing a value could smuggle in. */
 const inventoryLine =
-  /^(|\[[a-z:-]+\]|[A-Za-z0-9._-]+|[A-Za-z0-9._-]+ {2}ansible_ssh_host=[0-9a-fA-F.:]+ ansible_ssh_port=22( ansible_ssh_user=root)?)$/;
+  /^(|\[[a-z0-9:-]+\]|[A-Za-z0-9._-]+|[A-Za-z0-9._-]+ {2}ansible_ssh_host=[0-9a-fA-F.:]+ ansible_ssh_port=22( ansible_ssh_user=root)?)$/;
 
 interface Outcome {
   exitCode: number;
@@ -75,7 +75,10 @@ describe('bpa render and hostile files', () => {
   function problemWith(outcome: Outcome): string | undefined {
     if (outcome.exitCode === 1 || outcome.exitCode === 2) {
       if (outcome.stdout !== '') return 'printed output although it failed';
-      if (!/^bpa render: \S/.test(outcome.stderr)) return `unclear message: ${show(outcome.stderr)}`;
+      // Exit 2 (bad file) names the command; exit 1 is the contract's resolution message as is.
+      if (outcome.exitCode === 2 && !/^bpa render: \S/.test(outcome.stderr))
+        return `unclear message: ${show(outcome.stderr)}`;
+      if (outcome.stderr.trim().length < 10) return `no message: ${show(outcome.stderr)}`;
       if (outcome.stderr.trimEnd().split('\n').length > 3)
         return `message of many lines: ${show(outcome.stderr)}`;
       return undefined;

@@ -153,14 +153,16 @@ export function damage(
     text: readonly Path[];
   },
 ): fc.Arbitrary<Damaged> {
-  const wrongFor = (type: string) => wrongTypedValue.filter((v) => jsonType(v) !== type);
+  // An optional field may also be null (`nullish` in the schemas), so null is no damage there.
+  const wrongFor = (type: string, optional?: boolean) =>
+    wrongTypedValue.filter((v) => jsonType(v) !== type && !(optional && v === null));
   const removed = fc.constantFrom(...fields.required.filter((field) => !field.optional)).map(({ path }) => ({
     value: withField(valid, path, remove),
     how: `missing ${path.join('.')}`,
     malformed: true,
   }));
-  const retyped = fc.constantFrom(...fields.required).chain(({ path, type }) =>
-    wrongFor(type).map((v) => ({
+  const retyped = fc.constantFrom(...fields.required).chain(({ path, type, optional }) =>
+    wrongFor(type, optional).map((v) => ({
       value: withField(valid, path, v),
       how: `${path.join('.')} as ${jsonType(v)}`,
       malformed: true,
