@@ -1,12 +1,99 @@
-import type { CliCommand } from '../command.js';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { ControlPlane } from '../../local/control-plane/index.js';
+import { projectCrds, startControlPlane } from '../../local/control-plane/index.js';
+import type { CliCommand, CliIO } from '../command.js';
+import { UsageError } from '../command.js';
 
-// PLACEHOLDER: replaced by the issue that owns `bpa control-plane`.
+const usage = `Usage: bpa control-plane [--kubeconfig-out FILE]
+
+Start a real etcd + kube-apiserver on 127.0.0.1 with the project's CRDs installed, print how to
+reach it, and run until Ctrl-C (SIGINT) or SIGTERM, then stop both processes and remove their
+temporary files.
+
+Installed CRDs: Provisioning and Software (manifests/crds/); BareMetalHost from
+$METAL3_CRDS_DIR/metal3.io_baremetalhosts.yaml, else the project's minimal one; every Knative
+CRD in $KNATIVE_CRDS_DIR when it is set.
+
+Binaries: $KUBEBUILDER_ASSETS, or $TEST_ASSET_KUBE_APISERVER + $TEST_ASSET_ETCD, else the
+per-version cache filled by test/control-plane/build.sh (built from Go modules on first use).
+
+Options:
+  --kubeconfig-out FILE  also write the admin kubeconfig to FILE (kept after exit)
+  -h, --help             show this help
+
+Exit status: 0 stopped on a signal; 1 the control plane failed to start or died; 2 bad options.
+`;
+
+function parseOptions(argv: string[]): { kubeconfigOut?: string } {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: { 'kubeconfig-out': { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    });
+    return { kubeconfigOut: values['kubeconfig-out'] ? resolve(values['kubeconfig-out']) : undefined };
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+function describe(controlPlane: ControlPlane, notes: string[]): string {
+  const { etcdReadyMs, apiserverReadyMs, crdsReadyMs } = controlPlane.timings;
+  return [
+    `kube-apiserver  ${controlPlane.server}`,
+    `kubeconfig      ${controlPlane.kubeconfigPath}`,
+    `etcd            ${controlPlane.etcdUrl}`,
+    `binaries        ${controlPlane.assetsDir} (${controlPlane.binaries.source})`,
+    `logs            ${controlPlane.processes.kubeApiserver.logPath}, ${controlPlane.processes.etcd.logPath}`,
+    `ready in        etcd ${etcdReadyMs} ms, kube-apiserver ${apiserverReadyMs} ms, CRDs ${crdsReadyMs ?? 0} ms`,
+    'CRDs:',
+    ...notes.map((note) => `  ${note}`),
+    '',
+    `Try: kubectl --kubeconfig ${controlPlane.kubeconfigPath} get bpa -A`,
+    'Ctrl-C stops it.',
+    '',
+  ].join('\n');
+}
+
+/** Resolves with the signal that asked us to stop, or the exit of a process that died. */
+function untilStopped(controlPlane: ControlPlane): Promise<{ signal?: NodeJS.Signals; died?: string }> {
+  return new Promise((resolveStop) => {
+    const onSignal = (signal: NodeJS.Signals) => finish({ signal });
+    const finish = (outcome: { signal?: NodeJS.Signals; died?: string }) => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      resolveStop(outcome);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    void controlPlane.exited.then((died) => finish({ died }));
+  });
+}
+
+async function run(argv: string[], io: CliIO): Promise<number> {
+  const options = parseOptions(argv);
+  const crds = projectCrds();
+  io.stderr('Starting etcd and kube-apiserver...\n');
+  const controlPlane = await startControlPlane({
+    crds: crds.inputs,
+    kubeconfigPath: options.kubeconfigOut,
+    // Our own handlers below stop it and then return an exit code.
+    handleSignals: false,
+    log: (line) => io.stderr(`  ${line}\n`),
+  });
+  io.stdout(describe(controlPlane, crds.notes));
+  const outcome = await untilStopped(controlPlane);
+  io.stderr(outcome.died ? `${outcome.died}: stopping\n` : `${outcome.signal}: stopping\n`);
+  await controlPlane.stop();
+  io.stderr('Stopped.\n');
+  return outcome.died ? 1 : 0;
+}
+
 export const controlPlaneCommand: CliCommand = {
   name: 'control-plane',
-  summary: 'not implemented yet',
-  usage: 'Usage: bpa control-plane\n',
-  run: async (_argv, io) => {
-    io.stderr('bpa control-plane: not implemented yet\n');
-    return 1;
-  },
+  summary: 'run a real kube-apiserver + etcd with the CRDs installed, until Ctrl-C',
+  usage,
+  run,
 };

@@ -61,6 +61,11 @@ export interface ControlPlane {
   etcdDataDir: string;
   /** Milliseconds from the call to etcd healthy, to kube-apiserver ready, to the CRDs served. */
   timings: { etcdReadyMs: number; apiserverReadyMs: number; crdsReadyMs?: number };
+  /**
+   * Resolves, with a description, as soon as either process has exited: a crash, or stop().
+   * Long-running callers (the CLI, the local stack) watch it to notice a dead control plane.
+   */
+  exited: Promise<string>;
   installCrds(inputs: CrdInput[], options?: { timeoutMs?: number }): Promise<InstalledCrd[]>;
   /** Stops both processes and removes the temporary files. Idempotent. */
   stop(): Promise<void>;
@@ -232,6 +237,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     workDir: tempDir,
     etcdDataDir: dataDir,
     timings: { etcdReadyMs, apiserverReadyMs },
+    exited: Promise.race(
+      [etcd, kubeApiserver].map((child) =>
+        child.exited.then((exit) => `${child.name} exited (code ${exit.code}, signal ${exit.signal})`),
+      ),
+    ),
     installCrds: (inputs, crdOptions) => installCrds(kubeConfig, inputs, crdOptions),
     stop,
   };

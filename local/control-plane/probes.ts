@@ -25,8 +25,11 @@ export function probe(
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
       },
     );
+    // The socket timeout covers idle sockets only; this one covers the whole exchange.
+    const timer = setTimeout(() => req.destroy(new Error(`GET ${url} timed out`)), options.timeoutMs ?? 2000);
     req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
     req.on('error', reject);
+    req.on('close', () => clearTimeout(timer));
     req.end();
   });
 }

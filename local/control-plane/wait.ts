@@ -21,7 +21,9 @@ export async function waitFor<T>(check: () => Promise<T | undefined>, options: W
     const abort = options.abortIf?.();
     if (abort) throw new Error(`${options.what}: ${abort}`);
     try {
-      const value = await check();
+      // A check that never settles (a request stuck on a loaded machine) must not outlive the deadline.
+      const attemptMs = Math.max(1000, Math.min(10_000, deadline - Date.now()));
+      const value = await withTimeout(check(), attemptMs);
       if (value !== undefined) return value;
     } catch (error) {
       lastProblem = error instanceof Error ? error.message : String(error);
@@ -31,4 +33,12 @@ export async function waitFor<T>(check: () => Promise<T | undefined>, options: W
     }
     await sleep(interval);
   }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }

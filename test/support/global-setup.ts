@@ -40,7 +40,13 @@ export default async function globalSetup(): Promise<void> {
     if (!process.env[variable] && existsSync(candidate)) process.env[variable] = candidate;
   }
   const crds = projectCrds(process.env, root);
-  const controlPlane = await startControlPlane({ crds: crds.inputs });
+  const controlPlane = await startControlPlane({
+    crds: crds.inputs,
+    // Progress only when asked: a stuck start then shows where it is.
+    log: process.env.BPA_TEST_CONTROL_PLANE_VERBOSE
+      ? (line) => process.stderr.write(`[control-plane] ${line}\n`)
+      : undefined,
+  });
   keepControlPlane(controlPlane);
   process.env[testEnv.kubeconfig] = controlPlane.kubeconfigPath;
   process.env[testEnv.server] = controlPlane.server;
