@@ -1,8 +1,9 @@
 /**
  * The RBAC design: every API call each function (and each ApiServerSource adapter) makes, and
- * nothing more. docs/deploy.md shows the same table (a test keeps them equal); the rendered
- * ClusterRoles must grant exactly this, and the integration test asks the API server
- * (`kubectl auth can-i`) for each row.
+ * nothing more. docs/deploy.md shows the same table (a test keeps them equal, `why` included);
+ * the rendered ClusterRoles must grant exactly this; test/integration/manifests/rbac.test.ts asks
+ * the API server (`kubectl auth can-i`) for each row, and rbac-exercised.test.ts runs every
+ * function as its own ServiceAccount and checks that the calls it makes are exactly these.
  */
 export interface Grant {
   /** API group; '' is the core group. */
@@ -12,6 +13,8 @@ export interface Grant {
   verbs: string[];
   /** When set, the grant covers only objects with these names. */
   resourceNames?: string[];
+  /** Which code makes these calls (docs/deploy.md's "why" column). */
+  why: string;
 }
 
 export interface Account {
@@ -23,68 +26,148 @@ export interface Account {
 }
 
 const bpa = 'bpa.akraino.org';
-const eventGrants: Grant[] = [
-  { group: '', resource: 'events', verbs: ['create', 'patch'] },
-  { group: 'events.k8s.io', resource: 'events', verbs: ['create', 'patch'] },
-];
+// shared/k8s/events.ts: core/v1 Events only; create, then a JSON patch of count/lastTimestamp
+// for a repeat of the same Event (no get: the count is remembered in the process).
+const eventGrant: Grant = {
+  group: '',
+  resource: 'events',
+  verbs: ['create', 'patch'],
+  why: 'recordEvent: create an Event, patch count and lastTimestamp when the same Event repeats',
+};
+// shared/k8s/status-writer.ts: the object is read through the main resource (get), and the
+// status replaced whole with the read resourceVersion (PUT .../status = update). No patch.
+const statusWhy = 'status written by replace (PUT .../status) with the read resourceVersion';
 
 export const rbacTable: Record<string, Account> = {
   'host-lookup': {
     serviceAccount: 'host-lookup',
     clusterRole: 'bpa-functions:host-lookup',
     grants: [
-      { group: bpa, resource: 'provisionings', verbs: ['get', 'list'] },
-      { group: bpa, resource: 'provisionings/status', verbs: ['get', 'update', 'patch'] },
-      { group: 'metal3.io', resource: 'baremetalhosts', verbs: ['get', 'list'] },
-      { group: '', resource: 'pods', verbs: ['list'] },
-      { group: '', resource: 'configmaps', verbs: ['get'] },
-      ...eventGrants,
+      {
+        group: bpa,
+        resource: 'provisionings',
+        verbs: ['get', 'list'],
+        why: 'get: the Provisioning an event names, and before each status write; list: the sweep (all namespaces unless SWEEP_NAMESPACES)',
+      },
+      { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `HostsResolved, Ready, status.nodes: ${statusWhy}` },
+      {
+        group: 'metal3.io',
+        resource: 'baremetalhosts',
+        verbs: ['list'],
+        why: 'MAC lookup: one list per invocation (BMH_NAMESPACE, else all namespaces), never a get',
+      },
+      { group: '', resource: 'pods', verbs: ['list'], why: 'virtlet-vm clusters only: running VM pods in all namespaces' },
+      {
+        group: '',
+        resource: 'configmaps',
+        verbs: ['get'],
+        why: 'the lease ConfigMap of LEASES_SOURCE=configmap:…; the sweep re-reads <cluster>-inventory to re-send inventory.rendered',
+      },
+      eventGrant,
     ],
   },
   'inventory-render': {
     serviceAccount: 'inventory-render',
     clusterRole: 'bpa-functions:inventory-render',
     grants: [
-      { group: bpa, resource: 'provisionings', verbs: ['get'] },
-      { group: bpa, resource: 'provisionings/status', verbs: ['get', 'update', 'patch'] },
-      { group: '', resource: 'configmaps', verbs: ['get', 'create', 'update', 'patch'] },
-      ...eventGrants,
+      { group: bpa, resource: 'provisionings', verbs: ['get'], why: 'the Provisioning of hosts.resolved, and before each status write' },
+      { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `InventoryRendered, Ready: ${statusWhy}` },
+      {
+        group: '',
+        resource: 'configmaps',
+        verbs: ['get', 'create', 'update'],
+        why: '<cluster>-inventory upserted: get, then create, or replace (update) when its content changed',
+      },
+      eventGrant,
     ],
   },
   'kud-job-launch': {
     serviceAccount: 'kud-job-launch',
     clusterRole: 'bpa-functions:kud-job-launch',
     grants: [
-      { group: bpa, resource: 'provisionings', verbs: ['get', 'list'] },
-      { group: bpa, resource: 'provisionings/status', verbs: ['get', 'update', 'patch'] },
-      { group: 'batch', resource: 'jobs', verbs: ['get', 'list', 'create', 'delete'] },
-      { group: '', resource: 'configmaps', verbs: ['get', 'create', 'update', 'patch'] },
-      ...eventGrants,
+      {
+        group: bpa,
+        resource: 'provisionings',
+        verbs: ['get', 'list'],
+        why: 'get: the Provisioning of an event or of a Job, and before each status write; list: the sweep (all namespaces unless SWEEP_NAMESPACES)',
+      },
+      { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `JobLaunched, KudInstalled, Ready, jobName: ${statusWhy}` },
+      {
+        group: 'batch',
+        resource: 'jobs',
+        verbs: ['get', 'create', 'delete'],
+        why: 'kud-<cluster>: create (a 409 reads the existing one), get on a Job update and in the sweep, delete (uid precondition) a finished Job whose inventory changed; never a list',
+      },
+      {
+        group: '',
+        resource: 'configmaps',
+        verbs: ['get', 'create', 'update'],
+        why: 'get: <cluster>-inventory; <cluster>-configmap upserted: get, then create, or replace (update) when the node IPs changed',
+      },
+      eventGrant,
     ],
   },
   'software-install': {
     serviceAccount: 'software-install',
     clusterRole: 'bpa-functions:software-install',
     grants: [
-      { group: bpa, resource: 'softwares', verbs: ['get', 'list'] },
-      { group: bpa, resource: 'softwares/status', verbs: ['get', 'update', 'patch'] },
-      { group: '', resource: 'configmaps', verbs: ['get', 'list'] },
-      { group: '', resource: 'secrets', verbs: ['get'], resourceNames: ['ssh-key-secret'] },
-      ...eventGrants,
+      {
+        group: bpa,
+        resource: 'softwares',
+        verbs: ['get', 'list'],
+        why: 'get: the Software an event names, and before each status write; list: by label cluster= on cluster.ready and for trust-on-first-use fingerprints, and the sweep (all namespaces unless SWEEP_NAMESPACES)',
+      },
+      {
+        group: bpa,
+        resource: 'softwares/status',
+        verbs: ['update'],
+        why: `Installed, Ready, status.hosts, the install claim: ${statusWhy}`,
+      },
+      {
+        group: '',
+        resource: 'configmaps',
+        verbs: ['list'],
+        why: '<cluster>-configmap found by label cluster=<cluster> in the Software’s namespace; never a get',
+      },
+      {
+        group: '',
+        resource: 'secrets',
+        verbs: ['get'],
+        resourceNames: ['ssh-key-secret'],
+        why: 'the SSH key Secret (SSH_KEY_SECRET) in the Software’s namespace, by name; known_hosts is a mounted file',
+      },
+      eventGrant,
     ],
   },
   'resource-source': {
     serviceAccount: 'bpa-resource-source',
     clusterRole: 'bpa-functions:resource-source',
     grants: [
-      { group: bpa, resource: 'provisionings', verbs: ['get', 'list', 'watch'] },
-      { group: bpa, resource: 'softwares', verbs: ['get', 'list', 'watch'] },
+      {
+        group: bpa,
+        resource: 'provisionings',
+        verbs: ['get', 'list', 'watch'],
+        why: 'Knative’s ApiServerSource adapter (not our code: checked with can-i only), in every namespace',
+      },
+      {
+        group: bpa,
+        resource: 'softwares',
+        verbs: ['get', 'list', 'watch'],
+        why: 'Knative’s ApiServerSource adapter (not our code: checked with can-i only), in every namespace',
+      },
     ],
   },
   'job-source': {
     serviceAccount: 'bpa-job-source',
     clusterRole: 'bpa-functions:job-source',
-    grants: [{ group: 'batch', resource: 'jobs', verbs: ['get', 'list', 'watch'] }],
+    grants: [
+      {
+        group: 'batch',
+        resource: 'jobs',
+        verbs: ['get', 'list', 'watch'],
+        why: 'Knative’s ApiServerSource adapter (not our code: checked with can-i only), Jobs labelled managed-by=bpa-functions',
+      },
+    ],
   },
 };
 
@@ -137,4 +220,8 @@ export const forbiddenSamples: Permission[] = [
   { group: bpa, resource: 'softwares', verb: 'patch' },
   { group: 'batch', resource: 'jobs', verb: 'update' },
   { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', verb: 'create' },
+  // Granted once, never called (the code replaces status, upserts by replace, writes core Events).
+  { group: bpa, resource: 'provisionings/status', verb: 'patch' },
+  { group: '', resource: 'configmaps', verb: 'patch' },
+  { group: 'events.k8s.io', resource: 'events', verb: 'create' },
 ];

@@ -66,7 +66,7 @@ describe('RBAC', () => {
 });
 
 describe('docs/deploy.md RBAC table', () => {
-  // Rows between the markers: | account | API group | resource | verbs | names |
+  // Rows between the markers: | account | API group | resource | verbs | names | why |
   const doc = readFileSync(join(repoRoot, 'docs', 'deploy.md'), 'utf8');
   const section = /<!-- rbac-table:start -->([\s\S]*?)<!-- rbac-table:end -->/.exec(doc)?.[1] ?? '';
   const rows = section
@@ -92,6 +92,20 @@ describe('docs/deploy.md RBAC table', () => {
     const expected = Object.values(rbacTable)
       .flatMap((a) => permissionsOf(grantsAsRules(a.grants)).map((p) => `${a.serviceAccount} ${permissionKey(p)}`))
       .sort();
+    expect(documented).toEqual(expected);
+  });
+
+  it('says why for every grant, as the table does', () => {
+    const documented = rows.map(([account, group, resource, , names, why]) => [
+      `${account} ${group === 'core' ? '' : group}/${resource} ${names}`,
+      why,
+    ]);
+    const expected = Object.values(rbacTable).flatMap((a) =>
+      a.grants.map((g) => [
+        `${a.serviceAccount} ${g.group}/${g.resource} ${g.resourceNames?.join(', ') ?? 'any'}`,
+        g.why,
+      ]),
+    );
     expect(documented).toEqual(expected);
   });
 });
