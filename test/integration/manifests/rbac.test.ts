@@ -1,7 +1,5 @@
-import { stringify } from 'yaml';
 import { z } from 'zod';
 import { useTestCluster } from '../../support/cluster.js';
-import { parseObjects } from '../../unit/manifests/kustomize.js';
 import {
   forbiddenSamples,
   grantsAsRules,
@@ -10,14 +8,14 @@ import {
   rbacTable,
   type Permission,
 } from '../../unit/manifests/rbac-table.js';
-import { kubectl, kustomizeInto, mapLimited } from './kubectl.js';
+import { kubectl, mapLimited } from './kubectl.js';
+import { applyRbac, deleteRbac } from './rbac-install.js';
 
 // The RBAC objects applied for real, then the API server asked, as each ServiceAccount, about
 // every permission of the table (yes), a sample of others (no), and for its whole rule list
 // (exactly the table). Rendered into this file's namespace with a name prefix so the
 // cluster-scoped roles do not collide with anything else in the run.
 const cluster = useTestCluster({ namespacePrefix: 'manifests-rbac' });
-const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'];
 let prefix = '';
 const userOf = (serviceAccount: string) => `system:serviceaccount:${cluster.namespace}:${prefix}${serviceAccount}`;
 
@@ -60,24 +58,11 @@ async function rulesOf(serviceAccount: string, namespace: string) {
 
 beforeAll(async () => {
   prefix = `${cluster.namespace}-`;
-  const objects = parseObjects(kustomizeInto(cluster.namespace, { namePrefix: prefix })).filter((o) =>
-    rbacKinds.includes(o.kind),
-  );
-  expect(objects.length).toBe(Object.keys(rbacTable).length * 3);
-  const result = await kubectl(
-    cluster.kubeconfigPath,
-    ['apply', '-f', '-'],
-    objects.map((o) => stringify(o)).join('---\n'),
-  );
-  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+  expect(await applyRbac(cluster.kubeconfigPath, cluster.namespace, prefix)).toBe(Object.keys(rbacTable).length * 3);
 });
 
 afterAll(async () => {
-  if (!prefix) return;
-  // The namespace (and its ServiceAccounts) goes with useTestCluster; the cluster-scoped objects here.
-  const names = Object.values(rbacTable).map((a) => `${prefix}${a.clusterRole}`);
-  await kubectl(cluster.kubeconfigPath, ['delete', 'clusterrolebinding', ...names, '--ignore-not-found']);
-  await kubectl(cluster.kubeconfigPath, ['delete', 'clusterrole', ...names, '--ignore-not-found']);
+  if (prefix) await deleteRbac(cluster.kubeconfigPath, prefix);
 });
 
 describe.each(Object.entries(rbacTable))('%s', (_, account) => {

@@ -1,0 +1,315 @@
+/**
+ * The RBAC table proven by running the functions under it. The manifests' ServiceAccounts,
+ * ClusterRoles and ClusterRoleBindings are applied for real; each function gets a token of its
+ * own ServiceAccount (TokenRequest) and runs behind its real HTTP server with nothing else. The
+ * test drives every path that needs a permission: a Software waiting for its cluster, the
+ * bare-metal chain to cluster.ready and the install over real sshd, a Virtlet cluster (VM pods
+ * listed), a spec change that repeats every Event (patched), an inventory change that replaces
+ * the finished Job and rewrites both ConfigMaps, and each function's sweep. A missing rule is a
+ * 403 and fails a step; at the end, the calls each function made (recorded per request, as the
+ * authorizer sees them) must be exactly its rows of the table, so a rule nothing uses fails too.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
+import { EventTypes } from '../../../shared/events/types.js';
+import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
+import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
+import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
+import { definition as softwareInstall } from '../../../functions/software-install/index.js';
+import type { FunctionDefinition } from '../../../shared/server/types.js';
+import { useTestCluster } from '../../support/cluster.js';
+import { RecordingKubeConfig, type ApiCall } from '../../support/recording-kube-config.js';
+import { asServiceAccount } from '../../support/service-account-kubeconfig.js';
+import { startSshHosts, type SshHosts } from '../../support/sshd.js';
+import {
+  ChainHarness,
+  finishJobAsController,
+  jobUpdateEvent,
+  pingEvent,
+  sourceEvent,
+  type Delivery,
+} from '../functions/support/chain-harness.js';
+import {
+  bpaGroup,
+  conditionOf,
+  createBareMetalHost,
+  createProvisioning,
+  provisioningObject,
+  readProvisioning,
+} from '../functions/support/fixtures.js';
+import { permissionKey, permissionsOf, grantsAsRules, rbacTable, type Grant } from '../../unit/manifests/rbac-table.js';
+import { applyRbac, deleteRbac } from './rbac-install.js';
+
+const cluster = useTestCluster({ namespacePrefix: 'rbac-exercised' });
+
+const functions = [hostLookup, inventoryRender, kudJobLaunch, softwareInstall] as FunctionDefinition<unknown>[];
+type FunctionName = 'host-lookup' | 'inventory-render' | 'kud-job-launch' | 'software-install';
+
+const masterMac = 'aa:bb:cc:00:0e:01';
+const workerMac = 'aa:bb:cc:00:0e:02';
+
+/** [target, HTTP status, reply type] of each delivery. */
+const summary = (deliveries: Delivery[]) => deliveries.map((d) => [d.target, d.status, d.reply?.type]);
+
+/** The permission an observed call needs, named the way the table names it. */
+function permissionOfCall(call: ApiCall, grants: Grant[]): string {
+  const named = grants.some((g) => g.group === call.group && g.resource === call.resource && g.resourceNames);
+  return permissionKey({ ...call, ...(named ? { resourceName: call.name } : { resourceName: undefined }) });
+}
+
+describe('each function under its own ServiceAccount', () => {
+  let prefix = '';
+  let lab: SshHosts;
+  /** The whole chain: every function's server, each with its own KubeConfig. */
+  let chain: ChainHarness;
+  const perFunction = new Map<FunctionName, { harness: ChainHarness; kubeConfig: RecordingKubeConfig }>();
+  const admin = () => cluster.kubeConfig;
+  const core = () => admin().makeApiClient(CoreV1Api);
+  const custom = () => admin().makeApiClient(CustomObjectsApi);
+  // A JSON patch: a merge patch would drop the `- <label>:` (null) worker entries.
+  const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+
+  /** Sets spec fields (as a user's kubectl edit would), so the generation moves on. */
+  const patchSpec = async (plural: 'provisionings' | 'softwares', name: string, spec: Record<string, unknown>) =>
+    (await custom().patchNamespacedCustomObject(
+      {
+        ...bpaGroup,
+        plural,
+        namespace: cluster.namespace,
+        name,
+        body: Object.entries(spec).map(([field, value]) => ({ op: 'add', path: `/spec/${field}`, value })),
+      },
+      jsonPatch,
+    )) as { apiVersion: string; kind: string; metadata: { name: string; namespace: string; generation: number } };
+  const readSoftware = async (name: string) =>
+    (await custom().getNamespacedCustomObject({
+      ...bpaGroup,
+      plural: 'softwares',
+      namespace: cluster.namespace,
+      name,
+    })) as Parameters<typeof conditionOf>[0] & { metadata: { generation: number } };
+  /** count of the Event about `object` with `reason` (0: none). */
+  const eventCount = async (object: string, reason: string) => {
+    const events = await core().listNamespacedEvent({ namespace: cluster.namespace });
+    const matching = events.items.filter((e) => e.involvedObject.name === object && e.reason === reason);
+    expect({ object, reason, events: matching.length }).toEqual({ object, reason, events: 1 });
+    return matching[0]?.count ?? 0;
+  };
+  const deliverCollected = async (from: FunctionName): Promise<Delivery[]> => {
+    const collected = perFunction.get(from)?.harness.collector.drain() ?? [];
+    const made: Delivery[] = [];
+    for (const event of collected) made.push(...(await chain.publish(event)));
+    return made;
+  };
+
+  beforeAll(async () => {
+    const namespace = cluster.namespace;
+    prefix = `${namespace}-`;
+    expect(await applyRbac(cluster.kubeconfigPath, namespace, prefix)).toBe(Object.keys(rbacTable).length * 3);
+
+    lab = await startSshHosts({ count: 2 });
+    const [master, worker] = lab.hosts;
+    if (!master || !worker) throw new Error('startSshHosts gave fewer than 2 hosts');
+    await core().createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: { name: 'ssh-key-secret' },
+        data: { id_rsa: Buffer.from(lab.privateKey).toString('base64') },
+      },
+    });
+    // The master's IP comes from a lease file published as a ConfigMap, the worker's from its NIC.
+    await core().createNamespacedConfigMap({
+      namespace,
+      body: {
+        metadata: { name: 'dhcp-leases' },
+        data: {
+          'dhcpd.leases': `lease ${master.ip} {\n  binding state active;\n  hardware ethernet ${masterMac};\n}\n`,
+        },
+      },
+    });
+    await createBareMetalHost(admin(), { name: 'bmh-master', namespace, bootMac: masterMac });
+    await createBareMetalHost(admin(), {
+      name: 'bmh-worker',
+      namespace,
+      bootMac: workerMac,
+      nics: [{ name: 'eth0', mac: workerMac, ip: worker.ip }],
+    });
+
+    const env = {
+      BMH_NAMESPACE: namespace,
+      SWEEP_NAMESPACES: namespace,
+      LEASES_SOURCE: `configmap:${namespace}/dhcp-leases/dhcpd.leases`,
+      SSH_USER: lab.username,
+      SSH_PORT: String(lab.port),
+      SSH_CONNECT_TIMEOUT_SECONDS: '10',
+      SSH_TIMEOUT_SECONDS: '30',
+    };
+    chain = new ChainHarness(admin());
+    for (const definition of functions) {
+      const name = definition.name as FunctionName;
+      const serviceAccount = `${prefix}${rbacTable[name]?.serviceAccount}`;
+      const kubeConfig = await asServiceAccount(admin(), namespace, serviceAccount, new RecordingKubeConfig());
+      const harness = new ChainHarness(kubeConfig, env);
+      await harness.start([definition]);
+      perFunction.set(name, { harness, kubeConfig });
+      // One router over every server, so a reply goes on to the next function as the broker would.
+      for (const [serverName, server] of harness.servers) chain.servers.set(serverName, server);
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const { harness } of perFunction.values()) await harness.stop();
+    await lab?.stopAll();
+    if (prefix) await deleteRbac(cluster.kubeconfigPath, prefix);
+  });
+
+  it('runs software-install for a Software whose cluster is not ready yet', async () => {
+    const software = await custom().createNamespacedCustomObject({
+      ...bpaGroup,
+      plural: 'softwares',
+      namespace: cluster.namespace,
+      body: {
+        apiVersion: 'bpa.akraino.org/v1alpha1',
+        kind: 'Software',
+        metadata: { name: 'tools', namespace: cluster.namespace, labels: { cluster: 'edge-1' } },
+        spec: { masterSoftware: ['htop'], workerSoftware: ['jq'] },
+      },
+    });
+    expect(summary(await chain.publish(sourceEvent('add', software as never)))).toEqual([
+      ['software-install', 204, undefined],
+    ]);
+    expect(conditionOf(await readSoftware('tools'), 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'ClusterNotReady',
+    });
+  });
+
+  it('runs the bare-metal chain to a ready cluster and the install over SSH', async () => {
+    const namespace = cluster.namespace;
+    const created = await createProvisioning(
+      admin(),
+      provisioningObject({
+        name: 'edge',
+        namespace,
+        cluster: 'edge-1',
+        masters: [{ label: 'master-1', mac: masterMac }],
+        workers: [{ label: 'worker-1', mac: workerMac }],
+      }),
+    );
+    expect(summary(await chain.publish(sourceEvent('add', created)))).toEqual([
+      ['host-lookup', 200, EventTypes.hostsResolved],
+      ['inventory-render', 200, EventTypes.inventoryRendered],
+      ['kud-job-launch', 200, EventTypes.kudJobLaunched],
+    ]);
+    // The Job controller's part, done as admin; then the Job source's update event.
+    await finishJobAsController(admin(), namespace, 'kud-edge-1', 'Complete');
+    expect(summary(await chain.publish(await jobUpdateEvent(admin(), namespace, 'kud-edge-1')))).toEqual([
+      ['kud-job-launch', 200, EventTypes.clusterReady],
+      ['software-install', 200, EventTypes.softwareInstalled],
+    ]);
+    const [master, worker] = lab.hosts;
+    expect(master?.commands()).toEqual([expect.stringContaining("'htop'")]);
+    expect(worker?.commands()).toEqual([expect.stringContaining("'jq'")]);
+    expect(conditionOf(await readProvisioning(admin(), namespace, 'edge'), 'Ready')).toMatchObject({
+      status: 'True',
+    });
+    expect(conditionOf(await readSoftware('tools'), 'Ready')).toMatchObject({ status: 'True' });
+  });
+
+  it('runs host-lookup for a Virtlet cluster (VM pods listed in all namespaces)', async () => {
+    const created = await createProvisioning(
+      admin(),
+      provisioningObject({
+        name: 'vms',
+        namespace: cluster.namespace,
+        cluster: 'vm-edge',
+        clusterType: 'virtlet-vm',
+        masters: [{ label: 'vm-1', mac: 'de:ad:00:0e:00:01' }],
+      }),
+    );
+    expect(summary(await chain.publish(sourceEvent('add', created)))).toEqual([
+      ['host-lookup', 200, EventTypes.provisioningFailed],
+    ]);
+    expect(conditionOf(await readProvisioning(admin(), cluster.namespace, 'vms'), 'HostsResolved')).toMatchObject(
+      { status: 'False', reason: 'VmNotFound' },
+    );
+    expect(await eventCount('vms', 'VmNotFound')).toBe(1);
+  });
+
+  it('patches the Events that repeat when a spec change keeps the inventory', async () => {
+    const provisioning = await patchSpec('provisionings', 'edge', { PodSubnet: '10.244.128.0/18' });
+    expect(provisioning.metadata.generation).toBe(2);
+    // Same inventory: the finished Job is kept and the cluster is ready again at once.
+    expect(summary(await chain.publish(sourceEvent('update', provisioning)))).toEqual([
+      ['host-lookup', 200, EventTypes.hostsResolved],
+      ['inventory-render', 200, EventTypes.inventoryRendered],
+      ['kud-job-launch', 200, EventTypes.clusterReady],
+      ['software-install', 204, undefined],
+    ]);
+    const software = await patchSpec('softwares', 'tools', { masterSoftware: ['htop', 'curl'] });
+    expect(summary(await chain.publish(sourceEvent('update', software)))).toEqual([
+      ['software-install', 200, EventTypes.softwareInstalled],
+    ]);
+    expect(lab.hosts[0]?.commands()).toHaveLength(2);
+    // Same object, reason and message as for generation 1: one Event each, count 2.
+    expect(await eventCount('edge', 'HostsResolved')).toBe(2);
+    expect(await eventCount('edge', 'InventoryRendered')).toBe(2);
+    expect(await eventCount('edge', 'KudInstalled')).toBe(2);
+    expect(await eventCount('tools', 'Installed')).toBe(2);
+  });
+
+  it('replaces the finished Job and both ConfigMaps on an inventory change; the sweeps finish it', async () => {
+    const namespace = cluster.namespace;
+    const batch = admin().makeApiClient(BatchV1Api);
+    const oldJob = await batch.readNamespacedJob({ name: 'kud-edge-1', namespace });
+    const oldInventory = await core().readNamespacedConfigMap({ name: 'edge-1-inventory', namespace });
+    // master-1 becomes a worker too: another hosts.ini and another node list.
+    const provisioning = await patchSpec('provisionings', 'edge', {
+      workers: [{ 'worker-1': { 'mac-address': workerMac } }, { 'master-1': null }],
+    });
+    expect(provisioning.metadata.generation).toBe(3);
+    expect(summary(await chain.publish(sourceEvent('update', provisioning)))).toEqual([
+      ['host-lookup', 200, EventTypes.hostsResolved],
+      ['inventory-render', 200, EventTypes.inventoryRendered],
+      ['kud-job-launch', 200, EventTypes.kudJobLaunched],
+    ]);
+    const newJob = await batch.readNamespacedJob({ name: 'kud-edge-1', namespace });
+    expect(newJob.metadata?.uid).not.toBe(oldJob.metadata?.uid);
+    const newInventory = await core().readNamespacedConfigMap({ name: 'edge-1-inventory', namespace });
+    expect(newInventory.data?.['hosts.ini']).not.toBe(oldInventory.data?.['hosts.ini']);
+
+    // The Job finishes and its update event is lost: the sweep (ping) finds it.
+    await finishJobAsController(admin(), namespace, 'kud-edge-1', 'Complete');
+    expect(summary(await chain.publish(pingEvent()))).toEqual([
+      ['host-lookup', 204, undefined],
+      ['kud-job-launch', 204, undefined],
+      ['software-install', 204, undefined],
+    ]);
+    const sent = perFunction.get('kud-job-launch')?.harness.collector.events.map((e: CloudEvent<unknown>) => e.type);
+    expect(sent).toEqual([EventTypes.clusterReady]);
+    expect(summary(await deliverCollected('kud-job-launch'))).toEqual([['software-install', 204, undefined]]);
+
+    const nodes = await core().readNamespacedConfigMap({ name: 'edge-1-configmap', namespace });
+    expect(nodes.data).toEqual({
+      'MASTER_master-1': lab.hosts[0]?.ip,
+      'WORKER_worker-1': lab.hosts[1]?.ip,
+      'WORKER_master-1': lab.hosts[0]?.ip,
+    });
+    const status = await readProvisioning(admin(), namespace, 'edge');
+    expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'True', observedGeneration: 3 });
+  });
+
+  it.each(functions.map((f) => f.name))('%s made exactly the calls of its rows in the RBAC table', (name) => {
+    const account = rbacTable[name];
+    const recorded = perFunction.get(name as FunctionName)?.kubeConfig.calls ?? [];
+    expect(recorded.length).toBeGreaterThan(0);
+    const used = [...new Set(recorded.map((call) => permissionOfCall(call, account?.grants ?? [])))].sort();
+    const granted = [...new Set(permissionsOf(grantsAsRules(account?.grants ?? [])).map(permissionKey))].sort();
+    expect(used).toEqual(granted);
+    // The test scopes the sweeps and the BareMetalHost list to its namespace: the one call in
+    // all namespaces is host-lookup's list of running pods (Virtlet).
+    const clusterWide = [...new Set(recorded.filter((c) => c.namespace === undefined).map((c) => permissionKey(c)))];
+    expect(clusterWide).toEqual(name === 'host-lookup' ? ['list core/pods'] : []);
+  });
+});

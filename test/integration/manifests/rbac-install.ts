@@ -1,0 +1,27 @@
+import { stringify } from 'yaml';
+import { parseObjects } from '../../unit/manifests/kustomize.js';
+import { rbacTable } from '../../unit/manifests/rbac-table.js';
+import { kubectl, kustomizeInto } from './kubectl.js';
+
+const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'];
+
+/**
+ * Applies the rendered ServiceAccounts, ClusterRoles and ClusterRoleBindings for real, rendered
+ * into `namespace` with `prefix` on every name, so the cluster-scoped roles of one test file
+ * collide with nothing else in the run. Returns how many objects were applied.
+ */
+export async function applyRbac(kubeconfigPath: string, namespace: string, prefix: string): Promise<number> {
+  const objects = parseObjects(kustomizeInto(namespace, { namePrefix: prefix })).filter((o) =>
+    rbacKinds.includes(o.kind),
+  );
+  const result = await kubectl(kubeconfigPath, ['apply', '-f', '-'], objects.map((o) => stringify(o)).join('---\n'));
+  if (result.code !== 0) throw new Error(`kubectl apply of the RBAC objects failed: ${result.stderr}`);
+  return objects.length;
+}
+
+/** Deletes the cluster-scoped objects applyRbac made (the ServiceAccounts go with their namespace). */
+export async function deleteRbac(kubeconfigPath: string, prefix: string): Promise<void> {
+  const names = Object.values(rbacTable).map((a) => `${prefix}${a.clusterRole}`);
+  await kubectl(kubeconfigPath, ['delete', 'clusterrolebinding', ...names, '--ignore-not-found']);
+  await kubectl(kubeconfigPath, ['delete', 'clusterrole', ...names, '--ignore-not-found']);
+}
