@@ -12,6 +12,9 @@ import { definition as inventoryRender } from '../../../functions/inventory-rend
 import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
 import { definition as softwareInstall } from '../../../functions/software-install/index.js';
 import type { Env } from '../../../shared/config.js';
+import type { Logger } from '../../../shared/log.js';
+import { startFunctionServer } from '../../../shared/server/function-server.js';
+import type { FunctionDefinition } from '../../../shared/server/types.js';
 import {
   ChainHarness,
   finishJobAsController,
@@ -63,6 +66,8 @@ export interface FaultyChainOptions {
   /** Retries of a 5xx answer, as the broker's delivery spec (default 10). */
   retries?: number;
   retryDelayMs?: number;
+  /** The functions' logger (default: silent), e.g. to search every log line for secrets. */
+  log?: Logger;
 }
 
 export class FaultyChain {
@@ -75,8 +80,32 @@ export class FaultyChain {
     this.harness = new ChainHarness(options.functionKubeConfig ?? options.kubeConfig, options.env);
   }
 
-  start() {
-    return this.harness.start([hostLookup, inventoryRender, kudJobLaunch, softwareInstall]);
+  async start() {
+    const definitions = [
+      hostLookup,
+      inventoryRender,
+      kudJobLaunch,
+      softwareInstall,
+    ] as FunctionDefinition<unknown>[];
+    if (!this.options.log) return this.harness.start(definitions);
+    // The harness's servers log nothing; these log to the given logger.
+    await this.harness.collector.start();
+    for (const definition of definitions) {
+      this.harness.servers.set(
+        definition.name,
+        await startFunctionServer({
+          definition,
+          host: '127.0.0.1',
+          port: 0,
+          kubeConfig: this.options.functionKubeConfig ?? this.options.kubeConfig,
+          env: this.options.env,
+          sink: this.harness.collector.url,
+          log: this.options.log,
+          tracing: false,
+          processMetrics: false,
+        }),
+      );
+    }
   }
   stop() {
     return this.harness.stop();
