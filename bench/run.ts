@@ -1,4 +1,5 @@
 import { brokerBench } from './broker.js';
+import { controlPlaneBench } from './control-plane.js';
 import { functionServerBench } from './function-server.js';
 import { functionsBench } from './functions.js';
 import { resolutionBench } from './resolution.js';
@@ -19,6 +20,7 @@ const benches: BenchModule[] = [
   brokerBench,
   sshFanoutBench,
   stackBench,
+  controlPlaneBench,
 ];
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
