@@ -4,6 +4,15 @@ import { inventorySha256Annotation } from '../../shared/core/names.js';
 /** Generation of the Provisioning a Job was launched for (a spec change may retry a failed Job). */
 export const provisioningGenerationAnnotation = 'bpa.akraino.org/provisioning-generation';
 
+/**
+ * W3C traceparent of the event that launched the Job. The Job's completion arrives later as an
+ * event of its own (a Job update, in a trace of its own); the handler continues this trace
+ * instead, so one trace runs from the Provisioning's source event to cluster.ready.
+ */
+export const jobTraceparentAnnotation = 'bpa.akraino.org/traceparent';
+
+export const jobTraceparent = (job: V1Job) => job.metadata?.annotations?.[jobTraceparentAnnotation];
+
 export type JobState = 'running' | 'complete' | 'failed';
 
 /**

@@ -7,7 +7,7 @@ import { readJob } from '../../shared/k8s/upsert.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';
-import { controllingProvisioning } from './job-state.js';
+import { controllingProvisioning, jobState, jobTraceparent } from './job-state.js';
 
 /**
  * A Job changed: if it is one of ours, find the Provisioning that controls it and finish the
@@ -33,5 +33,8 @@ export async function onJobUpdate(
     context.log.info('Job or its Provisioning is gone or was replaced; event is stale');
     return undefined;
   }
+  // A finished Job resumes the trace that launched it: its completion ends that trace.
+  const launchedIn = jobTraceparent(job);
+  if (launchedIn && jobState(job) !== 'running') context.continueTrace?.(launchedIn);
   return completeJob(context, clients, live, job);
 }

@@ -26,6 +26,7 @@ import {
   jobInventorySha256,
   jobProvisioningGeneration,
   jobState,
+  jobTraceparentAnnotation,
   provisioningGenerationAnnotation,
 } from './job-state.js';
 import { jobsLaunched } from './metrics.js';
@@ -70,7 +71,13 @@ export async function launchJob(
     return undefined;
   }
 
-  const desired = desiredJob(context.config, provisioning.data, data.inventorySha256, ref.generation);
+  const desired = desiredJob(
+    context.config,
+    provisioning.data,
+    data.inventorySha256,
+    ref.generation,
+    context.traceparent,
+  );
   const launch = await createOrReplace(clients, desired, data.inventorySha256, ref.generation);
   const jobName = kudJobName(data.cluster);
   const target = provisioningTarget(ref.namespace, ref.name);
@@ -141,6 +148,7 @@ function desiredJob(
   provisioning: Provisioning,
   inventorySha256: string,
   generation: number,
+  traceparent: string | undefined,
 ) {
   const job = buildKudJob(
     {
@@ -158,7 +166,11 @@ function desiredJob(
   );
   job.metadata = {
     ...job.metadata,
-    annotations: { ...job.metadata?.annotations, [provisioningGenerationAnnotation]: String(generation) },
+    annotations: {
+      ...job.metadata?.annotations,
+      [provisioningGenerationAnnotation]: String(generation),
+      ...(traceparent ? { [jobTraceparentAnnotation]: traceparent } : {}),
+    },
   };
   return job;
 }

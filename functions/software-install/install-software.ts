@@ -261,7 +261,7 @@ function recordHostMetrics(context: FunctionContext<SoftwareInstallConfig>, resu
   const outcome = result.error ? 'failed' : 'succeeded';
   context.metrics?.counter(hostInstalls).inc({ outcome });
   const seconds = result.durationMs / 1000;
-  const connectMs = (result as { connectDurationMs?: number }).connectDurationMs;
+  const connectMs = result.connectDurationMs;
   if (connectMs !== undefined)
     context.metrics?.histogram(sshConnectDuration).observe({ outcome: 'connected' }, connectMs / 1000);
   else if (result.error && /^(Connect|Authentication|HostKey)/.test(result.error.reason))

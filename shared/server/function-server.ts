@@ -8,7 +8,7 @@ import { createLogger, type Logger } from '../log.js';
 import { encodeHttpEvent, parseHttpEvent } from '../cloudevents/message.js';
 import { postEventWithRetry } from '../cloudevents/sink-client.js';
 import { FunctionMetrics, RuntimeMetrics, type InvocationOutcome } from '../telemetry/metrics.js';
-import { Tracing, type RequestSpan, type TraceHeaders } from '../telemetry/tracing.js';
+import { Tracing, traceIdOf, type RequestSpan, type TraceHeaders } from '../telemetry/tracing.js';
 import { eventLogFields } from './event-scope.js';
 import { readBody } from './http-body.js';
 import type { FunctionContext, FunctionDefinition } from './types.js';
@@ -199,14 +199,22 @@ export async function startFunctionServer<Config>(
       traceparent: firstHeader(request.headers.traceparent),
       tracestate: firstHeader(request.headers.tracestate),
     };
-    const startSpan = (name: string, parent: TraceHeaders, attributes: Record<string, string>) => {
+    const startSpan = (
+      name: string,
+      parent: TraceHeaders,
+      attributes: Record<string, string>,
+      linkedTo: readonly RequestSpan[] = [],
+    ) => {
       state.span = tracing?.startServerSpan(
         name,
         parent,
         { 'faas.trigger': 'pubsub', ...attributes },
         startTime,
+        linkedTo,
       );
-      if (state.span) state.logFields = { ...state.logFields, trace_id: state.span.traceId };
+      // With tracing off there is no span, but the caller's trace id still goes on the logs.
+      const traceId = state.span?.traceId ?? traceIdOf(parent.traceparent);
+      if (traceId) state.logFields = { ...state.logFields, trace_id: traceId };
       state.log = log.child(state.logFields);
     };
     const traceResponseHeaders = (): Record<string, string> => (state.span ? { ...state.span.headers } : {});
@@ -260,12 +268,14 @@ export async function startFunctionServer<Config>(
             traceparent: typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined,
             tracestate: typeof event['tracestate'] === 'string' ? event['tracestate'] : undefined,
           };
-      startSpan(`${definition.name} ${event.type}`, parent, {
+      const spanName = `${definition.name} ${event.type}`;
+      const eventAttributes: Record<string, string> = {
         'cloudevents.event_id': event.id,
         'cloudevents.event_type': event.type,
         'cloudevents.event_source': event.source,
         ...(event.subject ? { 'cloudevents.event_subject': event.subject } : {}),
-      });
+      };
+      startSpan(spanName, parent, eventAttributes);
       const data = schema.safeParse(event.data);
       if (!data.success) {
         const where = data.error.issues
@@ -287,6 +297,25 @@ export async function startFunctionServer<Config>(
         send: makeSend(state.span, state.log),
         ...(parent.traceparent ? { traceparent: parent.traceparent } : {}),
         ...(metrics ? { metrics } : {}),
+        continueTrace: (traceparent, tracestate) => {
+          const traceId = traceIdOf(traceparent);
+          if (traceId === undefined) {
+            state.log.warn('malformed traceparent not continued', { traceparent });
+            return false;
+          }
+          const previous = state.span;
+          const fromTraceId = state.logFields.trace_id;
+          const continued: TraceHeaders = { traceparent, ...(tracestate ? { tracestate } : {}) };
+          // The span so far stays in the event's own trace, linked from the one that carries on.
+          previous?.setAttributes({ 'bpa.trace.continued_in': traceId });
+          previous?.end();
+          startSpan(spanName, continued, eventAttributes, previous ? [previous] : []);
+          state.log.debug('continuing a recorded trace', { from_trace_id: fromTraceId ?? null });
+          context.log = state.log;
+          context.send = makeSend(state.span, state.log);
+          context.traceparent = traceparent;
+          return true;
+        },
       };
       let result: unknown;
       try {

@@ -21,8 +21,19 @@ export interface FunctionContext<Config = unknown> {
    * normal chaining is by reply. Rejects when no sink is configured.
    */
   send(event: CloudEvent<unknown>): Promise<void>;
-  /** W3C traceparent of the incoming event, if any (the server continues the trace). */
+  /**
+   * W3C traceparent the request continues: the incoming event's, if any, or the one given to
+   * `continueTrace`.
+   */
   traceparent?: string;
+  /**
+   * Moves the rest of the request into another trace: the request's span becomes a child of
+   * `traceparent` (linked to the span it started in), and the reply, `send()` and every later
+   * log line carry that trace id. For work that resumes something recorded earlier (a Job
+   * annotated with the trace that launched it), so one trace runs from the source event to
+   * the end. A malformed traceparent is ignored (returns false). Absent outside the server.
+   */
+  continueTrace?(traceparent: string, tracestate?: string): boolean;
   /**
    * The server's Prometheus metrics, for domain counters and histograms:
    * `context.metrics?.counter(spec).inc(labels)` (see shared/telemetry/metrics.ts). Absent when

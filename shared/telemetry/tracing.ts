@@ -118,9 +118,19 @@ export class Tracing {
     return new Tracing(provider, serviceName, spanProcessors.length > 0);
   }
 
-  /** Starts the SERVER span of a request, child of the caller's context when there is one. */
-  startServerSpan(name: string, parent: TraceHeaders, attributes: Attributes, startTime?: Date): RequestSpan {
-    return this.start(name, extractTraceContext(parent), SpanKind.SERVER, attributes, startTime);
+  /**
+   * Starts the SERVER span of a request, child of the caller's context when there is one.
+   * `linkedTo`: spans this one is linked to (not parents), e.g. the span a request started in
+   * before it continued another trace.
+   */
+  startServerSpan(
+    name: string,
+    parent: TraceHeaders,
+    attributes: Attributes,
+    startTime?: Date,
+    linkedTo: readonly RequestSpan[] = [],
+  ): RequestSpan {
+    return this.start(name, extractTraceContext(parent), SpanKind.SERVER, attributes, startTime, linkedTo);
   }
 
   /** Starts a CLIENT span under `parent` (an outgoing send). */
@@ -139,9 +149,14 @@ export class Tracing {
     kind: SpanKind,
     attributes: Attributes,
     startTime?: Date,
+    linkedTo: readonly RequestSpan[] = [],
   ): RequestSpan {
     const tracer = this.provider.getTracer(this.serviceName);
-    const span: Span = tracer.startSpan(name, { kind, attributes, startTime }, parentContext);
+    const links = linkedTo.flatMap((other) => {
+      const context = trace.getSpanContext(other.context);
+      return context ? [{ context }] : [];
+    });
+    const span: Span = tracer.startSpan(name, { kind, attributes, startTime, links }, parentContext);
     const context = trace.setSpan(parentContext, span);
     const spanContext = span.spanContext();
     const headers = injectTraceContext(context);

@@ -50,6 +50,8 @@ export const sshCommandResultSchema = z.object({
   stdoutTail: z.array(z.string()),
   stderrTail: z.array(z.string()),
   durationMs: z.number().nonnegative(),
+  /** From the start to the session being ready (TCP, handshake, authentication), when it got there. */
+  connectDurationMs: z.number().nonnegative().optional(),
   /** SHA256 fingerprint of the key the host presented, when the handshake got that far. */
   hostKeyFingerprint: z.string().optional(),
   /** True when trust-on-first-use accepted a key with nothing recorded: the caller records it. */
@@ -90,6 +92,7 @@ export function runSshCommand(options: SshSessionOptions, command: string): Prom
     let channel: ClientChannel | undefined;
     let commandTimer: NodeJS.Timeout | undefined;
     let settled = false;
+    let connectDurationMs: number | undefined;
 
     const finish = (outcome: Pick<SshCommandResult, 'exitCode' | 'signal' | 'error'>) => {
       if (settled) return;
@@ -106,6 +109,7 @@ export function runSshCommand(options: SshSessionOptions, command: string): Prom
         stdoutTail: stdout.snapshot(),
         stderrTail: stderr.snapshot(),
         durationMs: performance.now() - started,
+        ...(connectDurationMs !== undefined ? { connectDurationMs } : {}),
         ...(decision ? { hostKeyFingerprint: decision.fingerprint } : {}),
         ...(decision?.accepted && decision.firstUse ? { hostKeyFirstUse: true } : {}),
       });
@@ -139,6 +143,7 @@ export function runSshCommand(options: SshSessionOptions, command: string): Prom
     });
 
     client.on('ready', () => {
+      connectDurationMs = performance.now() - started;
       client.exec(command, (error, stream) => {
         if (error)
           return fail('ExecFailed', `The server at ${where} refused to run the command: ${error.message}`);

@@ -1,0 +1,451 @@
+/**
+ * Observability of a real chain run: the embedded stack (`startStack`: broker from the
+ * manifests' Broker and Triggers, the four function servers, local ApiServerSources) against
+ * the test control plane, the simulated lab (lease file, BareMetalHosts, in-process SSH hosts)
+ * and a simulated Job controller.
+ *
+ *   namespace A: a Provisioning and a Software driven by the ApiServerSource, to Ready;
+ *   namespace B: a Provisioning whose `add` event the test posts itself with a known
+ *                traceparent (B is not watched for Provisionings), to cluster.ready.
+ *
+ * Then: every function's and the broker's /metrics carry the runtime, domain and dispatch
+ * metrics with their labels; the known trace id is on every chain event of B up to
+ * cluster.ready although the Job's completion arrives in a trace of its own; every metric the
+ * Grafana dashboard queries (and every one manifests/observability/metrics.json lists) is
+ * exported by the running processes; every request log line carries its trace id.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import {
+  BatchV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import { encodeBinary } from '../../../local/broker/event-codec.js';
+import { applyObject } from '../../../local/control-plane/apply.js';
+import { freeLoopbackPort } from '../../../local/control-plane/free-port.js';
+import {
+  createNamespace,
+  deleteNamespace,
+  uniqueNamespaceName,
+} from '../../../local/control-plane/namespaces.js';
+import { repoRoot } from '../../../local/control-plane/repo-root.js';
+import {
+  startSimulatedJobController,
+  type SimulatedJobController,
+} from '../../../local/lab/job-controller.js';
+import { startLab, type Lab } from '../../../local/lab/lab.js';
+import { labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
+import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
+import { startStack, type Stack } from '../../../local/stack.js';
+import { EventTypes, SourceEventTypes } from '../../../shared/events/types.js';
+import { traceIdOf } from '../../../shared/telemetry/tracing.js';
+import { useTestCluster } from '../../support/cluster.js';
+import { eventually } from './support/eventually.js';
+import { EventRecorder, type RecordedEvent } from './support/event-recorder.js';
+import { merge, metricOfSeries, scrape, sumOf, type Exposition } from './support/prometheus-text.js';
+import { seriesUses } from './support/promql-series.js';
+import { writeStackManifests } from './support/stack-manifests.js';
+
+const cluster = useTestCluster({ namespacePrefix: 'obs-chain' });
+const functionNames = ['host-lookup', 'inventory-render', 'kud-job-launch', 'software-install'] as const;
+type FunctionName = (typeof functionNames)[number];
+
+let dir: string;
+let traceNamespace: string;
+let lab: Lab | undefined;
+let stack: Stack | undefined;
+const recorder = new EventRecorder();
+const jobControllers: SimulatedJobController[] = [];
+
+const clusterA = 'obs-edge-a';
+const clusterB = 'obs-edge-b';
+const knownTraceId = randomBytes(16).toString('hex');
+const knownTraceparent = `00-${knownTraceId}-${randomBytes(8).toString('hex')}-01`;
+
+interface Conditioned {
+  status?: { conditions?: { type: string; status: string }[] };
+  metadata?: { annotations?: Record<string, string> };
+}
+const isReady = (object: Conditioned) =>
+  object.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+
+async function readCustom(plural: string, namespace: string, name: string): Promise<Conditioned> {
+  return (await cluster.kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+    group: 'bpa.akraino.org',
+    version: 'v1alpha1',
+    plural,
+    namespace,
+    name,
+  })) as Conditioned;
+}
+
+const apply = (object: KubernetesObject) =>
+  applyObject(KubernetesObjectApi.makeApiClient(cluster.kubeConfig), object as never);
+
+/** The trace id an event travelled in: its distributed-tracing extension, else the HTTP header. */
+const traceOf = (recorded: RecordedEvent) => ({
+  extension: traceIdOf(
+    typeof recorded.event['traceparent'] === 'string' ? recorded.event['traceparent'] : undefined,
+  ),
+  header: traceIdOf(
+    typeof recorded.headers.traceparent === 'string' ? recorded.headers.traceparent : undefined,
+  ),
+});
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'bpa-observability-'));
+  const namespace = cluster.namespace;
+  traceNamespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('obs-trace'));
+  lab = await startLab({ namespace });
+  await lab.applyToCluster(cluster.kubeConfig);
+  await recorder.start();
+  const manifestsDir = writeStackManifests(join(dir, 'manifests'), {
+    resourceNamespaces: [namespace],
+    jobNamespaces: [namespace, traceNamespace],
+    recorderUri: recorder.url,
+  });
+  stack = await startStack({
+    kubeconfig: cluster.kubeconfigPath,
+    port: await freeLoopbackPort(),
+    manifestsDir,
+    log: () => undefined,
+    logFile: join(dir, 'stack.log'),
+    logLevel: 'info',
+    // BareMetalHosts live in A; B's Provisioning names the same lab hosts.
+    functionsEnv: { ...lab.functionsEnv, SWEEP_NAMESPACES: `${namespace},${traceNamespace}` },
+  });
+  for (const ns of [namespace, traceNamespace])
+    jobControllers.push(
+      startSimulatedJobController({ kubeConfig: cluster.kubeConfig, namespace: ns, runMs: 300 }),
+    );
+}, 300_000);
+
+afterAll(async () => {
+  for (const controller of jobControllers) controller.stop();
+  await stack?.stop();
+  await recorder.stop();
+  await lab?.stop();
+  if (traceNamespace) await deleteNamespace(cluster.kubeConfig, traceNamespace);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}, 120_000);
+
+describe('a chain run through the embedded stack', () => {
+  it('takes a Provisioning and its Software to Ready from the ApiServerSource events', async () => {
+    const namespace = cluster.namespace;
+    await apply(labSoftware(namespace, clusterA));
+    await apply(labProvisioning(namespace, clusterA));
+    await eventually(
+      'Provisioning A Ready',
+      async () => (isReady(await readCustom('provisionings', namespace, clusterA)) ? true : undefined),
+      180_000,
+    );
+    await eventually(
+      'Software A Ready',
+      async () => (isReady(await readCustom('softwares', namespace, `${clusterA}-tools`)) ? true : undefined),
+      180_000,
+    );
+  }, 240_000);
+
+  it('keeps the source event’s trace id up to cluster.ready, across the KUD Job', async () => {
+    await apply(labProvisioning(traceNamespace, clusterB));
+    const stored = (await cluster.kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+      group: 'bpa.akraino.org',
+      version: 'v1alpha1',
+      plural: 'provisionings',
+      namespace: traceNamespace,
+      name: clusterB,
+    })) as KubernetesObject;
+    // What Knative's ApiServerSource adapter sends, with a trace the test knows.
+    const message = encodeBinary(makeApiServerEvent(stack!.api.server, 'Resource', 'add', stored as never));
+    const posted = await fetch(stack!.ingressUrl, {
+      method: 'POST',
+      headers: { ...message.headers, traceparent: knownTraceparent },
+      body: message.body,
+    });
+    expect(posted.status).toBe(202);
+
+    const subject = `namespaces/${traceNamespace}/provisionings/${clusterB}`;
+    const ready = await eventually(
+      'cluster.ready of B at the recorder',
+      () =>
+        recorder.received.find(
+          (r) => r.event.type === EventTypes.clusterReady && r.event.subject === subject,
+        ),
+      180_000,
+    );
+    expect(traceOf(ready)).toEqual({ extension: knownTraceId, header: knownTraceId });
+
+    // Every step of B in between travelled in the same trace.
+    const chainOfB = recorder.received.filter((r) => r.event.subject === subject);
+    expect(new Set(chainOfB.map((r) => r.event.type))).toEqual(
+      new Set([
+        EventTypes.hostsResolved,
+        EventTypes.inventoryRendered,
+        EventTypes.kudJobLaunched,
+        EventTypes.clusterReady,
+      ]),
+    );
+    for (const step of chainOfB)
+      expect([step.event.type, traceOf(step)]).toEqual([
+        step.event.type,
+        { extension: knownTraceId, header: knownTraceId },
+      ]);
+    const sourceAdd = recorder.received.find(
+      (r) => r.event.type === SourceEventTypes.resourceAdd && r.event['name'] === clusterB,
+    );
+    expect(sourceAdd && traceOf(sourceAdd).header).toBe(knownTraceId);
+
+    // The completion itself came as a Job update in another trace: the function continued the
+    // one recorded on the Job.
+    const jobName = `kud-${clusterB}`;
+    const job = await cluster.kubeConfig
+      .makeApiClient(BatchV1Api)
+      .readNamespacedJob({ name: jobName, namespace: traceNamespace });
+    expect(traceIdOf(job.metadata?.annotations?.['bpa.akraino.org/traceparent'])).toBe(knownTraceId);
+    const jobUpdates = recorder.received.filter(
+      (r) =>
+        r.event.type === SourceEventTypes.resourceUpdate &&
+        r.event['kind'] === 'Job' &&
+        r.event['name'] === jobName,
+    );
+    expect(jobUpdates.length).toBeGreaterThan(0);
+    for (const update of jobUpdates) expect(traceOf(update).header).not.toBe(knownTraceId);
+  }, 240_000);
+});
+
+describe('metrics after the chain run', () => {
+  const functionUrl = (name: FunctionName) => {
+    const found = stack!.functions.find((f) => f.name === name);
+    if (!found) throw new Error(`${name} is not running`);
+    return found.url;
+  };
+  const scrapeFunction = (name: FunctionName) => scrape(`${functionUrl(name)}/metrics`);
+  const scrapeBroker = () => scrape(`${stack!.brokerUrl.replace(/\/$/, '')}/metrics`);
+
+  const invocations = (metrics: Exposition, fn: FunctionName, eventType: string, outcome: string) => {
+    const labels = { function: fn, event_type: eventType, outcome };
+    return {
+      invocations: sumOf(metrics, 'faas_invocations', labels) > 0,
+      latencyCount: sumOf(metrics, 'faas_execution_latency_count', labels) > 0,
+    };
+  };
+  const both = { invocations: true, latencyCount: true };
+
+  it('counts invocations, errors and latency by function, event type and outcome', async () => {
+    // One poison event, so that the error counter has a sample too.
+    const poison = encodeBinary(
+      makeApiServerEvent('https://127.0.0.1:6443', 'Resource', 'add', { kind: 'Provisioning' } as never),
+    );
+    const rejected = await fetch(functionUrl('host-lookup'), {
+      method: 'POST',
+      headers: { ...poison.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ not: 'a Kubernetes object' }),
+    });
+    expect(rejected.status).toBe(400);
+
+    const hostLookup = await scrapeFunction('host-lookup');
+    expect(invocations(hostLookup, 'host-lookup', SourceEventTypes.resourceAdd, 'reply')).toEqual(both);
+    expect(invocations(hostLookup, 'host-lookup', SourceEventTypes.resourceUpdate, 'ok')).toEqual(both);
+    expect(
+      sumOf(hostLookup, 'faas_errors', {
+        function: 'host-lookup',
+        event_type: SourceEventTypes.resourceAdd,
+        outcome: 'invalid',
+      }),
+    ).toBe(1);
+    expect(sumOf(hostLookup, 'faas_cold_start_latency_count', { function: 'host-lookup' })).toBe(1);
+
+    const render = await scrapeFunction('inventory-render');
+    expect(invocations(render, 'inventory-render', EventTypes.hostsResolved, 'reply')).toEqual(both);
+
+    const kud = await scrapeFunction('kud-job-launch');
+    expect(invocations(kud, 'kud-job-launch', EventTypes.inventoryRendered, 'reply')).toEqual(both);
+    expect(invocations(kud, 'kud-job-launch', SourceEventTypes.resourceUpdate, 'reply')).toEqual(both);
+
+    const software = await scrapeFunction('software-install');
+    expect(invocations(software, 'software-install', SourceEventTypes.resourceAdd, 'ok')).toEqual(both);
+    expect(invocations(software, 'software-install', EventTypes.clusterReady, 'reply')).toEqual(both);
+    // No function reports another's name, and nothing failed besides the poison event.
+    for (const [name, metrics] of [
+      ['host-lookup', hostLookup],
+      ['inventory-render', render],
+      ['kud-job-launch', kud],
+      ['software-install', software],
+    ] as const) {
+      const functionsSeen = new Set(
+        metrics.samples.filter((s) => s.name === 'faas_invocations').map((s) => s.labels.function),
+      );
+      expect([...functionsSeen]).toEqual([name]);
+      expect(sumOf(metrics, 'faas_errors')).toBe(name === 'host-lookup' ? 1 : 0);
+    }
+  });
+
+  it('records the domain metrics of each step with non-zero values', async () => {
+    const hostLookup = await scrapeFunction('host-lookup');
+    // Two Provisionings of the lab: two masters from the lease file and one worker from its NICs, each.
+    expect(sumOf(hostLookup, 'bpa_nodes_resolved_total', { source: 'dhcp-leases' })).toBe(4);
+    expect(sumOf(hostLookup, 'bpa_nodes_resolved_total', { source: 'host-nics' })).toBe(2);
+
+    const render = await scrapeFunction('inventory-render');
+    expect(sumOf(render, 'bpa_inventories_rendered_total')).toBe(2);
+
+    const kud = await scrapeFunction('kud-job-launch');
+    expect(sumOf(kud, 'bpa_jobs_launched_total', { outcome: 'created' })).toBe(2);
+    expect(sumOf(kud, 'bpa_jobs_finished_total', { outcome: 'succeeded' })).toBe(2);
+    expect(sumOf(kud, 'bpa_jobs_finished_total', { outcome: 'failed' })).toBe(0);
+    expect(sumOf(kud, 'bpa_kud_run_duration_seconds_count', { outcome: 'succeeded' })).toBe(2);
+    expect(sumOf(kud, 'bpa_kud_run_duration_seconds_sum', { outcome: 'succeeded' })).toBeGreaterThanOrEqual(
+      0,
+    );
+    expect(sumOf(kud, 'bpa_time_to_ready_seconds_count')).toBe(2);
+    expect(sumOf(kud, 'bpa_time_to_ready_seconds_sum')).toBeGreaterThan(0);
+
+    const software = await scrapeFunction('software-install');
+    // Software A: three hosts, each installed once.
+    expect(sumOf(software, 'bpa_software_host_installs_total', { outcome: 'succeeded' })).toBe(3);
+    expect(sumOf(software, 'bpa_software_host_installs_total', { outcome: 'failed' })).toBe(0);
+    expect(sumOf(software, 'bpa_ssh_connect_duration_seconds_count', { outcome: 'connected' })).toBe(3);
+    expect(sumOf(software, 'bpa_ssh_command_duration_seconds_count', { outcome: 'succeeded' })).toBe(3);
+  });
+
+  it('has the broker report dispatches by trigger, event type and response code', async () => {
+    const broker = await scrapeBroker();
+    const dispatched = (trigger: string, type: string, code: string) =>
+      sumOf(broker, 'kn_eventing_dispatch_duration_seconds_count', {
+        kn_broker_namespace: 'bpa-system',
+        kn_broker_name: 'default',
+        kn_trigger_name: trigger,
+        cloudevents_type: type,
+        http_response_status_code: code,
+      });
+    expect(dispatched('host-lookup-provisioning-add', SourceEventTypes.resourceAdd, '200')).toBe(2);
+    expect(
+      dispatched('host-lookup-provisioning-update', SourceEventTypes.resourceUpdate, '204'),
+    ).toBeGreaterThan(0);
+    expect(dispatched('inventory-render-hosts-resolved', EventTypes.hostsResolved, '200')).toBe(2);
+    expect(dispatched('kud-job-launch-inventory-rendered', EventTypes.inventoryRendered, '200')).toBe(2);
+    expect(dispatched('kud-job-launch-job-update', SourceEventTypes.resourceUpdate, '200')).toBe(2);
+    expect(dispatched('software-install-cluster-ready', EventTypes.clusterReady, '200')).toBe(1);
+    expect(dispatched('software-install-cluster-ready', EventTypes.clusterReady, '204')).toBe(1);
+    expect(dispatched('observability-recorder', EventTypes.clusterReady, '202')).toBe(2);
+    // Every dispatch also has its latency buckets, up to +Inf.
+    const infBuckets = sumOf(broker, 'kn_eventing_dispatch_duration_seconds_bucket', { le: '+Inf' });
+    expect(infBuckets).toBe(sumOf(broker, 'kn_eventing_dispatch_duration_seconds_count'));
+    expect(
+      sumOf(broker, 'kn_eventing_broker_ingress_events_total', {
+        kn_broker_name: 'default',
+        cloudevents_type: EventTypes.clusterReady,
+        http_response_status_code: '202',
+      }),
+    ).toBe(2);
+  });
+
+  it('exports every metric the Grafana dashboard queries and metrics.json lists, with the labels they use', async () => {
+    const exported = merge([...(await Promise.all(functionNames.map(scrapeFunction))), await scrapeBroker()]);
+    const observability = join(repoRoot(), 'manifests', 'observability');
+    const dashboard = JSON.parse(readFileSync(join(observability, 'dashboard.json'), 'utf8')) as {
+      panels: Panel[];
+      templating: { list: { name: string; query?: unknown }[] };
+    };
+    interface Panel {
+      targets?: { expr: string }[];
+      panels?: Panel[];
+    }
+    const flatten = (list: Panel[]): Panel[] => list.flatMap((p) => [p, ...flatten(p.panels ?? [])]);
+    const expressions = flatten(dashboard.panels).flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    const variable = JSON.stringify(
+      dashboard.templating.list.find((v) => v.name === 'function')?.query ?? '',
+    );
+    const [, variableMetric = '', variableLabel = ''] = /label_values\((\w+),\s*(\w+)\)/.exec(variable) ?? [];
+    const uses = [...expressions.flatMap(seriesUses), { series: variableMetric, labels: [variableLabel] }];
+    expect(uses.length).toBeGreaterThan(expressions.length - 1);
+
+    const problems: string[] = [];
+    for (const use of uses) {
+      const metric = metricOfSeries(exported, use.series);
+      if (!metric) {
+        problems.push(`${use.series}: not exported`);
+        continue;
+      }
+      // Label names as the running process writes them on that series.
+      const samples = exported.samples.filter((s) => s.name === use.series);
+      if (samples.length === 0) problems.push(`${use.series}: exported but no sample after the chain run`);
+      const seen = new Set(samples.flatMap((s) => Object.keys(s.labels)));
+      for (const label of use.labels) if (!seen.has(label)) problems.push(`${use.series}: no label ${label}`);
+    }
+
+    const listed = JSON.parse(readFileSync(join(observability, 'metrics.json'), 'utf8')) as {
+      metrics: { name: string; type: string; labels: string[] }[];
+    };
+    for (const metric of listed.metrics) {
+      const type = exported.types.get(metric.name);
+      if (type !== metric.type)
+        problems.push(
+          `metrics.json ${metric.name}: exported as ${type ?? 'nothing'}, listed as ${metric.type}`,
+        );
+      const series = metric.type === 'histogram' ? `${metric.name}_count` : metric.name;
+      const seen = new Set(
+        exported.samples.filter((s) => s.name === series).flatMap((s) => Object.keys(s.labels)),
+      );
+      for (const label of metric.labels)
+        if (!seen.has(label)) problems.push(`metrics.json ${metric.name}: no label ${label} on ${series}`);
+    }
+    expect(problems).toEqual([]);
+  });
+});
+
+describe('logs', () => {
+  interface LogLine {
+    component?: string;
+    msg: string;
+    ce_id?: string;
+    ce_type?: string;
+    trace_id?: string;
+    namespace?: string;
+    reply_type?: string;
+    cluster?: string;
+  }
+
+  it('puts the trace id on every log line of a request, the continued one after the Job', async () => {
+    await stack!.stop(); // flushes the log file
+    const lines = readFileSync(join(dir, 'stack.log'), 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as LogLine);
+    const requestLines = lines.filter(
+      (line) => functionNames.includes(line.component as FunctionName) && line.ce_id !== undefined,
+    );
+    expect(requestLines.length).toBeGreaterThan(20);
+    const withoutTrace = requestLines.filter((line) => !/^[0-9a-f]{32}$/.test(line.trace_id ?? ''));
+    expect(withoutTrace).toEqual([]);
+
+    // The request that finished B: a Job update answered with cluster.ready, logged in B's trace.
+    const finished = requestLines.filter(
+      (line) =>
+        line.component === 'kud-job-launch' &&
+        line.msg === 'event' &&
+        line.ce_type === SourceEventTypes.resourceUpdate &&
+        line.namespace === traceNamespace &&
+        line.reply_type === EventTypes.clusterReady,
+    );
+    expect(finished.map((line) => line.trace_id)).toEqual([knownTraceId]);
+    const readyLine = requestLines.find((line) => line.msg === 'cluster ready' && line.cluster === clusterB);
+    expect(readyLine?.trace_id).toBe(knownTraceId);
+    expect(readyLine?.ce_id).toBe(finished[0]?.ce_id);
+    // Every line of B's chain requests is in the known trace, from host-lookup on.
+    const chainIds = new Set(
+      requestLines.filter((line) => line.trace_id === knownTraceId).map((line) => line.component),
+    );
+    expect([...chainIds].sort()).toEqual([
+      'host-lookup',
+      'inventory-render',
+      'kud-job-launch',
+      'software-install',
+    ]);
+  });
+});
