@@ -26,7 +26,10 @@ import type { Logger } from '../log.js';
  *
  * Every request continues the caller's trace (`traceparent`/`tracestate` headers, or the
  * CloudEvent distributed-tracing extension of a structured event) in a new SERVER span: same
- * trace id, new span id. The reply and every `send()` carry that span's traceparent.
+ * trace id, new span id. The reply and every `send()` carry that span's traceparent. A handler
+ * that resumes earlier work (kud-job-launch on its Job's completion) calls
+ * `context.continueTrace(recorded)`: the request's span is re-opened under the recorded parent,
+ * linked to the first one (docs/observability.md).
  *
  * Export follows the standard variables: `OTEL_TRACES_EXPORTER` = `otlp` (OTLP/HTTP to
  * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`/v1/traces, default
