@@ -15,26 +15,47 @@ export interface HostMacEntry {
  * `status.hardware.nics[].mac`), built once so each node is found in O(1). Malformed MACs
  * and IPs in host objects are ignored: a broken host must not hide the others. IPs are
  * checked when a node asks for one (hostNicIp), not for every NIC of every host.
+ *
+ * With `only`, just those MACs are indexed (the nodes of one Provisioning): entries are the
+ * same as in the full index, but ten thousand hosts cost a scan instead of a large map.
  */
-export function indexHostsByMac(hosts: readonly BareMetalHost[]): Map<string, HostMacEntry> {
+export function indexHostsByMac(
+  hosts: readonly BareMetalHost[],
+  only?: ReadonlySet<string>,
+): Map<string, HostMacEntry> {
   const index = new Map<string, HostMacEntry>();
+  // One host's MACs in first-seen order with the first NIC IP for each; reused across hosts
+  // (a host has a handful of MACs, so a linear search beats a map per host).
+  const macs: string[] = [];
+  const nicIps: (string | undefined)[] = [];
+  const wanted = (mac: string | null): mac is string =>
+    mac !== null && (only === undefined || only.has(mac)) && !index.has(mac);
+
   for (const host of hosts) {
+    macs.length = 0;
+    nicIps.length = 0;
+    const boot = host.spec?.bootMACAddress ? normaliseMac(host.spec.bootMACAddress) : null;
+    if (wanted(boot)) {
+      macs.push(boot);
+      nicIps.push(undefined);
+    }
+    for (const nic of host.status?.hardware?.nics ?? []) {
+      const mac = nic.mac ? normaliseMac(nic.mac) : null;
+      if (!wanted(mac)) continue;
+      const ip = nic.ip?.trim() || undefined;
+      const seen = macs.indexOf(mac);
+      if (seen === -1) {
+        macs.push(mac);
+        nicIps.push(ip);
+      } else if (nicIps[seen] === undefined) nicIps[seen] = ip;
+    }
+    if (macs.length === 0) continue;
     const name = host.metadata.namespace
       ? `${host.metadata.namespace}/${host.metadata.name}`
       : host.metadata.name;
-    const macs = new Map<string, string | undefined>();
-    const boot = host.spec?.bootMACAddress ? normaliseMac(host.spec.bootMACAddress) : null;
-    if (boot !== null) macs.set(boot, undefined);
-    for (const nic of host.status?.hardware?.nics ?? []) {
-      const mac = nic.mac ? normaliseMac(nic.mac) : null;
-      if (mac === null) continue;
-      const ip = nic.ip?.trim();
-      if (ip && macs.get(mac) === undefined) macs.set(mac, ip);
-      else if (!macs.has(mac)) macs.set(mac, undefined);
-    }
-    for (const [mac, nicIp] of macs) {
-      if (index.has(mac)) continue;
-      index.set(mac, nicIp === undefined ? { host: name } : { host: name, nicIp });
+    for (let i = 0; i < macs.length; i++) {
+      const nicIp = nicIps[i];
+      index.set(macs[i]!, nicIp === undefined ? { host: name } : { host: name, nicIp });
     }
   }
   return index;

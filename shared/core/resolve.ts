@@ -40,8 +40,13 @@ export function resolveCluster(provisioning: Provisioning, input: ResolutionInpu
   const nodes =
     clusterType === 'virtlet-vm'
       ? resolveVirtletNodes(plan, indexVirtletVmsByMac(input.pods ?? []))
-      : resolveBareMetalNodes(plan, indexHostsByMac(input.hosts ?? []), input.leases, input.ipSources);
+      : resolveBareMetalNodes(plan, indexNodeHosts(plan, input.hosts ?? []), input.leases, input.ipSources);
   return { cluster, clusterType, nodes, workerOrder: plan.workerOrder };
+}
+
+/** Only the nodes' MACs are indexed: the hosts list may be far longer than the cluster. */
+function indexNodeHosts(plan: NodePlan, hosts: readonly BareMetalHost[]): Map<string, HostMacEntry> {
+  return indexHostsByMac(hosts, new Set(plan.nodes.map((node) => node.mac)));
 }
 
 export function resolveBareMetalNodes(

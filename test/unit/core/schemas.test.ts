@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { describeIssues } from '../../../shared/schemas/issues.js';
 import { provisioningSchema } from '../../../shared/schemas/provisioning.js';
 import { packageRequests, softwareSchema } from '../../../shared/schemas/software.js';
@@ -9,10 +10,7 @@ const base = {
   spec: { masters: [{ 'master-1': { 'mac-address': '08:00:27:00:00:01' } }] },
 };
 
-function problems(
-  value: unknown,
-  schema: { safeParse: typeof provisioningSchema.safeParse } = provisioningSchema,
-) {
+function problems(value: unknown, schema: z.ZodType = provisioningSchema) {
   const result = schema.safeParse(value);
   if (result.success) throw new Error('expected the value to be rejected');
   return describeIssues(result.error);

@@ -1,0 +1,94 @@
+import type { BareMetalHost, Nic } from '../schemas/bare-metal-host.js';
+
+/**
+ * A hand-written check of the common, well-formed BareMetalHost: the same result as
+ * `bareMetalHostSchema.parse` (only the fields read, in the schema's key order), or undefined
+ * whenever the object is anything but plain and valid, so that zod decides and words the
+ * error. Ten thousand hosts validate several times faster this way; unit tests hold the two
+ * paths equal on random objects.
+ */
+export function fastBareMetalHost(value: unknown): BareMetalHost | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const { kind, metadata, spec, status } = value;
+  if (kind !== undefined && kind !== 'BareMetalHost') return undefined;
+  if (kind === undefined && 'kind' in value) return undefined;
+  if (!isPlainObject(metadata)) return undefined;
+  const { name, namespace } = metadata;
+  if (typeof name !== 'string' || name.length === 0) return undefined;
+  if (namespace !== undefined && typeof namespace !== 'string') return undefined;
+  if (namespace === undefined && 'namespace' in metadata) return undefined;
+
+  // Literals and adds in a fixed order (no spread), so every host shares a few hidden classes.
+  const checkedMetadata = namespace === undefined ? { name } : { name, namespace };
+  const host: BareMetalHost =
+    kind === undefined ? { metadata: checkedMetadata } : { kind, metadata: checkedMetadata };
+  if (spec !== undefined || 'spec' in value) {
+    const checked = fastSpec(spec);
+    if (checked === undefined) return undefined;
+    host.spec = checked;
+  }
+  if (status !== undefined || 'status' in value) {
+    const checked = fastStatus(status);
+    if (checked === undefined) return undefined;
+    host.status = checked;
+  }
+  return host;
+}
+
+/** Objects made by JSON.parse or a YAML parser; anything else is left to zod. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+function fastSpec(spec: unknown): BareMetalHost['spec'] | undefined {
+  if (spec === null) return null;
+  if (!isPlainObject(spec)) return undefined;
+  const boot = spec.bootMACAddress;
+  if (boot === undefined) return 'bootMACAddress' in spec ? undefined : {};
+  return boot === null || typeof boot === 'string' ? { bootMACAddress: boot } : undefined;
+}
+
+function fastStatus(status: unknown): BareMetalHost['status'] | undefined {
+  if (status === null) return null;
+  if (!isPlainObject(status)) return undefined;
+  const { hardware } = status;
+  if (hardware === undefined) return 'hardware' in status ? undefined : {};
+  if (hardware === null) return { hardware: null };
+  if (!isPlainObject(hardware)) return undefined;
+  const { nics } = hardware;
+  if (nics === undefined) return 'nics' in hardware ? undefined : { hardware: {} };
+  if (nics === null) return { hardware: { nics: null } };
+  if (!Array.isArray(nics)) return undefined;
+  const checked: Nic[] = [];
+  for (let i = 0; i < nics.length; i++) {
+    // Holes in sparse arrays are left to zod too.
+    if (!(i in nics)) return undefined;
+    const nic = fastNic(nics[i]);
+    if (nic === undefined) return undefined;
+    checked.push(nic);
+  }
+  return { hardware: { nics: checked } };
+}
+
+function fastNic(nic: unknown): Nic | undefined {
+  if (!isPlainObject(nic)) return undefined;
+  const { mac, ip, name } = nic;
+  if (
+    !optionalString(nic, 'mac', mac) ||
+    !optionalString(nic, 'ip', ip) ||
+    !optionalString(nic, 'name', name)
+  )
+    return undefined;
+  const checked: Nic = {};
+  if (mac !== undefined) checked.mac = mac;
+  if (ip !== undefined) checked.ip = ip;
+  if (name !== undefined) checked.name = name;
+  return checked;
+}
+
+/** A string, or absent (a key present with the value undefined is left to zod). */
+function optionalString(owner: object, key: string, value: unknown): value is string | undefined {
+  return typeof value === 'string' || (value === undefined && !(key in owner));
+}

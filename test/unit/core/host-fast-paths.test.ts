@@ -1,0 +1,119 @@
+import fc from 'fast-check';
+import { fastBareMetalHost } from '../../../shared/core/bare-metal-host-fast.js';
+import { validateObjects } from '../../../shared/core/documents.js';
+import { indexHostsByMac } from '../../../shared/core/host-index.js';
+import { bareMetalHostSchema, type BareMetalHost } from '../../../shared/schemas/bare-metal-host.js';
+
+/** Values that are right for a field, wrong for it, or odd (undefined, null, arrays). */
+const oddValue = fc.constantFrom<unknown>(undefined, null, 0, true, [], {}, '', 'x', ['x']);
+const maybe = <T>(arb: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 4, arbitrary: arb }, { weight: 1, arbitrary: oddValue });
+/** An object with some of `fields`, some keys left out, and now and then an extra key. */
+const record = (fields: Record<string, fc.Arbitrary<unknown>>) =>
+  fc
+    .tuple(
+      fc.record(fields, { requiredKeys: [] }),
+      fc.option(fc.constantFrom('extra', 'labels'), { nil: undefined }),
+    )
+    .map(([value, extra]) => (extra === undefined ? value : { ...value, [extra]: 'ignored' }));
+
+const mac = fc.constantFrom(
+  '08:00:27:00:ab:01',
+  '08-00-27-00-AB-01',
+  '08:00:27:00:ab:02',
+  'bad',
+  ' 08:00:27:00:ab:03 ',
+);
+const nic = maybe(
+  record({
+    mac: maybe(mac),
+    ip: maybe(fc.constantFrom('10.0.0.1', ' 10.0.0.2 ', '', 'nope')),
+    name: maybe(fc.string()),
+  }),
+);
+const host = maybe(
+  record({
+    kind: maybe(fc.constantFrom('BareMetalHost', 'Pod')),
+    metadata: maybe(
+      record({
+        name: maybe(fc.constantFrom('h1', 'h2', '')),
+        namespace: maybe(fc.constantFrom('metal3', 'lab')),
+      }),
+    ),
+    spec: maybe(record({ bootMACAddress: maybe(mac), online: fc.boolean() })),
+    status: maybe(record({ hardware: maybe(record({ nics: maybe(fc.array(nic, { maxLength: 3 })) })) })),
+  }),
+);
+
+describe('BareMetalHost fast path', () => {
+  it('gives exactly what zod gives when it answers, and leaves every invalid object to zod', () => {
+    let answered = 0;
+    fc.assert(
+      fc.property(host, (value) => {
+        const fast = fastBareMetalHost(value);
+        const parsed = bareMetalHostSchema.safeParse(value);
+        if (fast === undefined) return;
+        answered++;
+        expect(parsed.success).toBe(true);
+        // Same values and the same key order (JSON output keeps it).
+        expect(fast).toStrictEqual(parsed.data);
+        expect(JSON.stringify(fast)).toBe(JSON.stringify(parsed.data));
+      }),
+      { numRuns: 3000 },
+    );
+    // The fast path must really be taken for the well-formed objects among them.
+    expect(answered).toBeGreaterThan(100);
+  });
+
+  it('answers for an ordinary inspected host', () => {
+    const value = {
+      apiVersion: 'metal3.io/v1alpha1',
+      kind: 'BareMetalHost',
+      metadata: { name: 'h1', namespace: 'metal3', uid: 'u' },
+      spec: { bootMACAddress: '08:00:27:00:ab:01', online: true },
+      status: { hardware: { nics: [{ name: 'eth0', mac: '08:00:27:00:ab:01', ip: '10.0.0.1', pxe: true }] } },
+    };
+    expect(fastBareMetalHost(value)).toStrictEqual(bareMetalHostSchema.parse(value));
+  });
+
+  it('keeps validateObjects results and messages the same as zod alone', () => {
+    fc.assert(
+      fc.property(fc.array(host, { maxLength: 4 }), (values) => {
+        let expected: unknown;
+        try {
+          expected = values.map((value) => bareMetalHostSchema.parse(value));
+        } catch {
+          expected = 'error';
+        }
+        if (expected === 'error') expect(() => validateObjects(values, bareMetalHostSchema)).toThrow();
+        else expect(validateObjects(values, bareMetalHostSchema)).toStrictEqual(expected);
+      }),
+      { numRuns: 500 },
+    );
+    expect(() =>
+      validateObjects([{ metadata: { name: 'a' } }, { metadata: { name: '' } }], bareMetalHostSchema),
+    ).toThrow('item 2 (): metadata.name: must not be empty');
+  });
+});
+
+describe('indexHostsByMac with only the nodes MACs', () => {
+  it('has the same entries as the full index for those MACs', () => {
+    const validHost = host
+      .filter((value) => bareMetalHostSchema.safeParse(value).success)
+      .map((value) => bareMetalHostSchema.parse(value));
+    const wanted = fc.subarray([
+      '08:00:27:00:ab:01',
+      '08:00:27:00:ab:02',
+      '08:00:27:00:ab:03',
+      '08:00:27:00:ab:04',
+    ]);
+    fc.assert(
+      fc.property(fc.array(validHost, { maxLength: 6 }), wanted, (hosts: BareMetalHost[], macs) => {
+        const full = indexHostsByMac(hosts);
+        const only = new Set(macs);
+        expect([...indexHostsByMac(hosts, only)]).toEqual([...full].filter(([key]) => only.has(key)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
