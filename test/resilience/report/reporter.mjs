@@ -2,20 +2,28 @@
 // (test/artifacts/resilience/*.json, written by test/resilience/report/tally.ts) and prints one
 // line per fault category: `<category>: faults injected N, recovered N, lost N`.
 // The tests themselves assert lost === 0; this only reports.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const order = ['API faults', 'Event faults', 'Host faults', 'Bad input', 'Load', 'Security'];
 
 export default class ResilienceReporter {
   constructor(globalConfig) {
-    this.dir = join(globalConfig.rootDir, 'test', 'artifacts', 'resilience');
+    // Each run writes its tallies to a folder of its own (the checkout is shared: another jest
+    // run must neither count nor delete them). Test workers inherit the variable.
+    this.root = join(globalConfig.rootDir, 'test', 'artifacts', 'resilience');
+    process.env.BPA_RESILIENCE_RUN ??= `run-${Date.now()}-${process.pid}`;
+    this.dir = join(this.root, process.env.BPA_RESILIENCE_RUN);
   }
 
   onRunStart() {
-    // Tallies of an earlier run must not be counted again.
-    rmSync(this.dir, { recursive: true, force: true });
     mkdirSync(this.dir, { recursive: true });
+    // Folders of runs older than a day are of no use any more.
+    for (const name of readdirSync(this.root)) {
+      const path = join(this.root, name);
+      if (name.startsWith('run-') && Date.now() - statSync(path).mtimeMs > 86_400_000)
+        rmSync(path, { recursive: true, force: true });
+    }
   }
 
   onRunComplete(_contexts, results) {
@@ -43,8 +51,9 @@ export default class ResilienceReporter {
         const t = totals.get(category);
         return `${category}: faults injected ${t.injected}, recovered ${t.recovered}, lost ${t.lost}`;
       });
-    process.stdout.write(
-      ['', 'Resilience figures:', ...notes, '', 'Resilience report:', ...lines, ''].join('\n') + '\n',
-    );
+    const report =
+      ['', 'Resilience figures:', ...notes, '', 'Resilience report:', ...lines, ''].join('\n') + '\n';
+    writeFileSync(join(this.root, 'last-report.txt'), report);
+    process.stdout.write(report);
   }
 }

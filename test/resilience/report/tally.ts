@@ -1,7 +1,7 @@
 /**
  * What a resilience test file held: per fault category, how many faults it injected, how many
  * the system recovered from (or refused cleanly) and how many it lost. Each file writes its own
- * JSON under test/artifacts/resilience/ (workers are separate processes); the reporter adds
+ * JSON under test/artifacts/resilience/<run>/ (workers are separate processes); the reporter adds
  * them up at the end of the run.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -24,8 +24,11 @@ export interface CategoryCount {
   lost: number;
 }
 
-/** test/artifacts/resilience, from the repository root. */
-export const tallyDir = fileURLToPath(new URL('../../artifacts/resilience/', import.meta.url));
+/** test/artifacts/resilience/<run>/: the run's folder, named by the reporter (BPA_RESILIENCE_RUN). */
+export const tallyDir = join(
+  fileURLToPath(new URL('../../artifacts/resilience/', import.meta.url)),
+  process.env.BPA_RESILIENCE_RUN ?? 'run-without-reporter',
+);
 
 export class FaultTally {
   private readonly counts = new Map<FaultCategory, CategoryCount>();
