@@ -1,6 +1,6 @@
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { defaultConcurrency } from '../functions/software-install/ssh/fanout.js';
+import { softwareInstallConfigSchema } from '../functions/software-install/config.js';
 import { planInstall, runInstall } from '../functions/software-install/ssh/install.js';
 import type { PlannedHostInstall } from '../functions/software-install/ssh/install.js';
 import { runSshCommand } from '../functions/software-install/ssh/session.js';
@@ -17,6 +17,8 @@ import type { BenchModule } from './run.js';
  */
 const hostCount = 20;
 const commandSeconds = 1;
+/** What software-install runs with when SSH_CONCURRENCY is not set: the config schema's default. */
+const defaultConcurrency = softwareInstallConfigSchema.parse({}).SSH_CONCURRENCY;
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);

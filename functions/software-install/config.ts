@@ -10,7 +10,7 @@ export const softwareInstallConfigSchema = z.object({
   SSH_KEY_SECRET: envString(defaultSshKeySecret),
   /** known_hosts file; absent: trust on first use, fingerprints recorded in status and enforced. */
   SSH_KNOWN_HOSTS: envOptionalString(),
-  SSH_CONCURRENCY: envInt(10, { min: 1, max: 1000 }),
+  SSH_CONCURRENCY: envInt(32, { min: 1, max: 1000 }),
   SSH_TIMEOUT_SECONDS: envInt(600, { min: 1 }),
   SSH_CONNECT_TIMEOUT_SECONDS: envInt(15, { min: 1 }),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */

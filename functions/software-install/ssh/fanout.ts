@@ -1,5 +1,5 @@
-/** Default number of hosts worked on at once (contract: SSH_CONCURRENCY, default 10). */
-export const defaultConcurrency = 10;
+/** Default number of hosts worked on at once (contract: SSH_CONCURRENCY, default 32). */
+export const defaultConcurrency = 32;
 
 /**
  * Runs `job` for every item with at most `limit` running at once. Results keep the order of
