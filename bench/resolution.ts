@@ -2,8 +2,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { renderFromContents } from '../cli/commands/render.js';
 import { parseObjects, parseSingleObject, validateObjects } from '../shared/core/documents.js';
 import { parseLeases } from '../shared/core/leases.js';
@@ -21,9 +19,10 @@ import type { BenchModule } from './run.js';
  *
  * Goals: full case < 250 ms, full/tenth ratio <= 12, >= 50x faster than the baseline.
  *
- * Measured fairly on a shared machine: one warm-up call, then the median of several runs, each
- * after a full garbage collection (so a run does not pay for the previous run's garbage), with
- * the process's CPU time next to wall time and the load average printed.
+ * Measured fairly on a shared machine: one warm-up call, then the median of several runs, with
+ * the process's CPU time next to wall time and the load average printed. No forced GC between
+ * runs: tried, it made every following run slower (background sweeping, a shrunken young
+ * generation), so each run pays for its own garbage, as a real call does.
  */
 
 interface Scale {
@@ -164,12 +163,6 @@ function naiveNode(hosts: unknown[], leasePath: string, mac: string): string {
   return ip;
 }
 
-/** A full garbage collection, so that a timed run starts with an empty young generation. */
-const collectGarbage = (() => {
-  setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
-})();
-
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
@@ -181,7 +174,6 @@ function timeMedian(runs: number, fn: () => unknown): { wall: number; cpu: numbe
   const walls = [];
   const cpus = [];
   for (let i = 0; i < runs; i++) {
-    collectGarbage();
     const cpuStart = process.cpuUsage();
     const start = performance.now();
     fn();
@@ -245,7 +237,7 @@ export const resolutionBench: BenchModule = {
 
       print(
         `machine: ${cpus().length} CPUs, load average ${loadavg()[0]!.toFixed(1)} (wall times suffer when it is high); ` +
-          'one warm-up, then medians, each run after a full GC',
+          'one warm-up, then medians',
       );
       const fullTime = timeMedian(7, () => renderOurs(full));
       const tenthTime = timeMedian(21, () => renderOurs(tenth));
