@@ -5,7 +5,12 @@ import { provisioningApiVersion, provisioningKind } from '../../shared/schemas/p
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor } from '../../shared/k8s/conditions.js';
 import { conditionsOf } from '../../shared/k8s/condition-writer.js';
-import { ProvisioningCondition, readProvisioning } from '../../shared/k8s/provisioning.js';
+import {
+  ProvisioningCondition,
+  provisioningTarget,
+  readProvisioning,
+} from '../../shared/k8s/provisioning.js';
+import { recordRetrying } from '../../shared/k8s/retrying-condition.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
 import { ClusterFacts } from './cluster-facts.js';
 import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
@@ -43,7 +48,9 @@ export async function handle(
   }
   // Status writes come back as update events: once this generation is handled, stop here.
   const generation = live.metadata.generation ?? 0;
-  if (conditionFor(conditionsOf(live), ProvisioningCondition.hostsResolved, generation)) {
+  const handled = conditionFor(conditionsOf(live), ProvisioningCondition.hostsResolved, generation);
+  // Unknown means a transient fault was recorded and the step is being retried.
+  if (handled && handled.status !== 'Unknown') {
     context.log.debug('hosts already handled for this generation', { generation });
     return undefined;
   }
@@ -52,7 +59,17 @@ export async function handle(
     clients,
     new ClusterFacts(clients, context.config, context.log),
     live,
-  );
+  ).catch(async (error: unknown) => {
+    await recordRetrying(
+      clients,
+      provisioningTarget(namespace, object.metadata.name),
+      { uid: live.metadata.uid, generation },
+      ProvisioningCondition.hostsResolved,
+      error,
+      context.log,
+    );
+    throw error;
+  });
   return outcome.kind === 'skipped' ? undefined : outcome.event;
 }
 

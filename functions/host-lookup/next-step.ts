@@ -22,7 +22,7 @@ export function nextStep(conditions: readonly Condition[], generation: number): 
   const launched = at(ProvisioningCondition.jobLaunched);
   if (launched?.status === 'True') return 'none';
   const hosts = at(ProvisioningCondition.hostsResolved);
-  if (!hosts) return 'resolve';
+  if (!hosts || hosts.status === 'Unknown') return 'resolve';
   if (hosts.status !== 'True')
     return hosts.status === 'False' && worldDependentReasons.has(hosts.reason ?? '') ? 'resolve' : 'none';
   const inventory = at(ProvisioningCondition.inventoryRendered);

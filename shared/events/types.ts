@@ -35,15 +35,23 @@ export const softwareSubject = (namespace: string, name: string) =>
   `namespaces/${namespace}/softwares/${name}`;
 
 /** Identifies the resource generation an event is about; handlers use it for idempotency. */
+// Kubernetes names, checked here so a hostile event never reaches an API path or a selector.
+const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const dns1123Subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
 export const resourceRefSchema = z.object({
-  namespace: z.string().min(1),
-  name: z.string().min(1),
+  namespace: z.string().max(63).regex(dns1123Label, 'a namespace name (DNS-1123 label)'),
+  name: z.string().max(253).regex(dns1123Subdomain, 'an object name (DNS-1123 subdomain)'),
   uid: z.string().min(1),
   generation: z.number().int().nonnegative(),
 });
 export type ResourceRef = z.infer<typeof resourceRefSchema>;
 
-const clusterName = z.string().min(1).max(59);
+/** The `cluster` label: a DNS-1123 label of at most 59 characters (`kud-<cluster>` is a Job name). */
+const clusterName = z
+  .string()
+  .max(59)
+  .regex(dns1123Label, 'a cluster name (DNS-1123 label, at most 59 characters)');
 
 export const hostsResolvedDataSchema = z.object({
   provisioning: resourceRefSchema,

@@ -42,21 +42,6 @@ const coarse = (kind: string) =>
     .replace(/ data: .*/, ': wrong type')
     .replace(/^binary without .*/, 'binary without a required attribute');
 
-/**
- * A defect found by this corpus and reported to its owner (see docs/security.md, "Known
- * defects"): software-install answers 500 to a cluster.ready whose cluster or namespace is not a
- * valid label value / name (the label selector or the path is refused by the API server and the
- * error is not classified as invalid input). Such cases are left out of the counts here and
- * printed apart; test/resilience/known-defects/ asserts the right answer on its own and is left
- * out of the default run until the fix lands.
- */
-const knownDefect = (functionName: string, request: HostileRequest, response: RawResponse) =>
-  functionName === 'software-install' &&
-  response.status === 500 &&
-  /^org\.akraino\.icn\.bpa\.cluster\.ready data: hostile (cluster|provisioning\.namespace)$/.test(
-    request.kind,
-  );
-
 /** Why an answer is not acceptable for this request, or undefined when it is. */
 function problemWith(request: HostileRequest, response: RawResponse): string | undefined {
   if (response.status >= 500) return `answered ${response.status}`;
@@ -120,7 +105,6 @@ describe('hostile CloudEvents against each function server', () => {
       const problems: string[] = [];
       let sent = 0;
       let malformed = 0;
-      let knownDefects = 0;
       await fc.assert(
         fc.asyncProperty(hostileEvents(name, accepts), async (request) => {
           const response = await rawPost(server.url, request.headers, request.body);
@@ -131,10 +115,6 @@ describe('hostile CloudEvents against each function server', () => {
           statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
           byKind.set(kind, statuses);
           const problem = problemWith(request, response);
-          if (problem && knownDefect(name, request, response)) {
-            knownDefects++;
-            return;
-          }
           tally.record('Bad input', problem === undefined);
           if (problem) problems.push(`${request.kind}: ${problem} for ${show(request.body)}`);
         }),
@@ -147,13 +127,9 @@ describe('hostile CloudEvents against each function server', () => {
         .map(
           ([kind, statuses]) => `${kind} → ${[...statuses.entries()].map(([s, n]) => `${s}×${n}`).join(' ')}`,
         );
-      tally.note(
-        `${name}: ${sent} hostile events (${malformed} malformed)` +
-          (knownDefects > 0 ? `, ${knownDefects} hit the known software-install defect (HTTP 500)` : '') +
-          `; answers: ${lines.join('; ')}`,
-      );
+      tally.note(`${name}: ${sent} hostile events (${malformed} malformed); answers: ${lines.join('; ')}`);
       expect(problems.slice(0, 10)).toEqual([]);
-      expect(sent - knownDefects).toBeGreaterThanOrEqual(eventsPerFunction * 0.98);
+      expect(sent).toBeGreaterThanOrEqual(eventsPerFunction * 0.98);
     },
     300_000,
   );

@@ -95,6 +95,9 @@ describe('the sweep of host-lookup', () => {
     expect(nextStep([cond('HostsResolved', 'False', 1, 'MacAddressMissing')], 1)).toBe('none');
     expect(nextStep([cond('HostsResolved', 'False', 1, 'HostNotFound')], 1)).toBe('resolve');
   });
+  it('retries a step whose transient fault was recorded as Unknown', () => {
+    expect(nextStep([cond('HostsResolved', 'Unknown', 1, 'KubernetesApiUnavailable')], 1)).toBe('resolve');
+  });
 });
 
 describe('LEASES_SOURCE', () => {

@@ -1,0 +1,45 @@
+import { BpaError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { KubeClients } from './clients.js';
+import { writeConditions, type GenerationRef } from './condition-writer.js';
+import type { StatusTarget } from './status-writer.js';
+
+/**
+ * A transient fault (API hiccup) makes the handler answer 5xx so the broker retries. If the
+ * retries run out the event only reaches the dead-letter sink, so the resource's status must
+ * already say what is failing: this records `<type>=Unknown` with the fault's reason, best
+ * effort (the same fault may stop the write too), for this generation. An Unknown condition
+ * never counts as "handled": the retry and the sweep still do the step.
+ */
+export async function recordRetrying(
+  clients: KubeClients,
+  target: StatusTarget,
+  ref: GenerationRef,
+  conditionType: string,
+  error: unknown,
+  log: Logger,
+): Promise<void> {
+  if (!(error instanceof BpaError) || error.kind !== 'transient') return;
+  try {
+    await writeConditions(clients, target, ref, {
+      conditions: [
+        {
+          type: conditionType,
+          status: 'Unknown',
+          reason: error.reason,
+          message: `${error.message} (will be retried)`,
+        },
+      ],
+      alreadyDone: (conditions) =>
+        conditions.some(
+          (c) =>
+            c.type === conditionType && c.observedGeneration === ref.generation && c.status !== 'Unknown',
+        ),
+    });
+  } catch (writeError) {
+    log.warn('could not record the transient failure on status', {
+      reason: error.reason,
+      error: writeError instanceof Error ? writeError.message : String(writeError),
+    });
+  }
+}
