@@ -32,9 +32,13 @@ export function topLevelUsage(): string {
 /** Runs the CLI; never throws, resolves to the exit code. */
 export async function main(argv: string[], io: CliIO): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+  if (name === undefined) {
+    io.stderr(topLevelUsage());
+    return 2;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
     io.stdout(topLevelUsage());
-    return name === undefined ? 2 : 0;
+    return 0;
   }
   const command = commands.find((c) => c.name === name);
   if (!command) {
