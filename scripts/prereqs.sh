@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything `npm test` and `npm start` need beyond node_modules, installed idempotently:
 # Debian packages (OpenSSH server for the SSH tests, Chromium for the live-view test), the Go-built control plane
-# (kube-apiserver + etcd, cached per version), and the compiled TypeScript.
+# (kube-apiserver + etcd, cached per version), the compiled TypeScript, and (for tests) typecheck + lint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,3 +26,7 @@ fi
 
 bash test/control-plane/build.sh >/dev/null
 npm run --silent build
+if [ "$purpose" = test ]; then
+  npm run --silent typecheck
+  npm run --silent lint
+fi
