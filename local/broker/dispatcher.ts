@@ -136,6 +136,31 @@ export function deadLetterEvent(
  * broker; a final failure goes to the dead-letter sink (same retry policy) or is dropped.
  * `brokerEvent` is the event as it entered the broker (with its TTL); the subscriber never sees the TTL.
  */
+/** One POST under the broker's concurrency limit, with the delivery's per-attempt timeout. */
+async function postUnderLimit(
+  target: URL,
+  headers: Record<string, string>,
+  body: Parameters<typeof postMessage>[1]['body'],
+  delivery: ResolvedDelivery,
+  deps: DispatcherDeps,
+): Promise<SendOutcome> {
+  await deps.limiter.acquire();
+  try {
+    return await postMessage(
+      target,
+      {
+        headers,
+        body,
+        signal: deps.signal,
+        ...(delivery.timeoutMs !== undefined ? { timeoutMs: delivery.timeoutMs } : {}),
+      },
+      deps.agents,
+    );
+  } finally {
+    deps.limiter.release();
+  }
+}
+
 export async function deliverToTrigger(
   deps: DispatcherDeps,
   broker: ResolvedBroker,
@@ -181,23 +206,8 @@ export async function deliverToTrigger(
   for (let attempt = 1; attempt <= delivery.retry + 1; attempt++) {
     if (attempt > 1 && !(await sleep(backoffMs(delivery, attempt - 1), deps.signal))) break;
     if (deps.signal.aborted) break;
-    await deps.limiter.acquire();
     const started = performance.now();
-    let outcome: SendOutcome;
-    try {
-      outcome = await postMessage(
-        target,
-        {
-          headers,
-          body: message.body,
-          signal: deps.signal,
-          ...(delivery.timeoutMs !== undefined ? { timeoutMs: delivery.timeoutMs } : {}),
-        },
-        deps.agents,
-      );
-    } finally {
-      deps.limiter.release();
-    }
+    const outcome = await postUnderLimit(target, headers, message.body, delivery, deps);
     const latencyMs = performance.now() - started;
     const result = judge(outcome);
     deps.metrics.dispatchDuration.observe(
@@ -340,22 +350,7 @@ async function sendToDeadLetterSink(
   let failure = 'not attempted';
   for (let attempt = 1; attempt <= delivery.retry + 1; attempt++) {
     if (attempt > 1 && !(await sleep(backoffMs(delivery, attempt - 1), deps.signal))) break;
-    await deps.limiter.acquire();
-    let outcome: SendOutcome;
-    try {
-      outcome = await postMessage(
-        target,
-        {
-          headers,
-          body: message.body,
-          signal: deps.signal,
-          ...(delivery.timeoutMs !== undefined ? { timeoutMs: delivery.timeoutMs } : {}),
-        },
-        deps.agents,
-      );
-    } finally {
-      deps.limiter.release();
-    }
+    const outcome = await postUnderLimit(target, headers, message.body, delivery, deps);
     if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) return 'sent';
     const status = outcome.kind === 'error' ? null : outcome.status;
     failure = outcome.kind === 'error' ? outcome.message : `dead-letter sink answered ${outcome.status}`;
