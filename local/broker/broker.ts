@@ -5,13 +5,7 @@ import type { Registry } from 'prom-client';
 import { createLogger, type Logger } from '../../shared/log.js';
 import { ConcurrencyLimiter } from './concurrency.js';
 import type { BrokerEvents, DeliveryRecord } from './delivery-record.js';
-import {
-  deliverToTrigger,
-  ttlExtension,
-  withoutAttribute,
-  type DispatcherDeps,
-  type IngestResult,
-} from './dispatcher.js';
+import { deliverToTrigger, ttlExtension, type DispatcherDeps, type IngestResult } from './dispatcher.js';
 import type { BrokerEvent } from './event-codec.js';
 import { createAgents } from './http-sender.js';
 import { createIngressHandler } from './ingress.js';
@@ -88,13 +82,18 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
 
   const ingest = (broker: ResolvedBroker, incoming: BrokerEvent, trace: TraceContext): IngestResult => {
     const ttl = nextTtl(incoming.attributes[ttlExtension]);
+    // Filters and subscribers see the event without the TTL; the broker keeps it (for replies).
+    const withoutTtl: Record<string, string> = {};
+    for (const name in incoming.attributes) {
+      if (name !== ttlExtension) withoutTtl[name] = incoming.attributes[name]!;
+    }
+    withoutTtl.knativearrivaltime = new Date().toISOString();
+    const filtered: BrokerEvent = incoming.data
+      ? { attributes: withoutTtl, data: incoming.data }
+      : { attributes: withoutTtl };
     const event: BrokerEvent = {
-      ...incoming,
-      attributes: {
-        ...incoming.attributes,
-        knativearrivaltime: new Date().toISOString(),
-        [ttlExtension]: String(ttl),
-      },
+      ...filtered,
+      attributes: { ...withoutTtl, [ttlExtension]: String(ttl) },
     };
     const labels = {
       kn_broker_namespace: broker.namespace,
@@ -110,11 +109,9 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
       return { status: 400, reason: 'TTL exhausted' };
     }
     metrics.ingressEvents.inc({ ...labels, http_response_status_code: '202' });
-    // Filters see the event as the subscriber would: without the TTL.
-    const filtered = withoutAttribute(event, ttlExtension);
     for (const trigger of broker.triggers) {
       if (trigger.filter(filtered) === 'fail') continue;
-      const delivery = deliverToTrigger(dispatcherDeps, broker, trigger, event, trace).catch(
+      const delivery = deliverToTrigger(dispatcherDeps, broker, trigger, event, trace, filtered).catch(
         (error: unknown) =>
           log.error('delivery failed unexpectedly', { trigger: trigger.name, error: String(error) }),
       );

@@ -5,6 +5,13 @@ export class ConcurrencyLimiter {
 
   constructor(readonly limit: number) {}
 
+  /** Takes a slot when one is free, synchronously (the common case needs no promise). */
+  tryAcquire(): boolean {
+    if (this.active >= this.limit) return false;
+    this.active += 1;
+    return true;
+  }
+
   async acquire(): Promise<void> {
     if (this.active < this.limit) {
       this.active += 1;

@@ -137,16 +137,15 @@ export function deadLetterEvent(
  * `brokerEvent` is the event as it entered the broker (with its TTL); the subscriber never sees the TTL.
  */
 /** One POST under the broker's concurrency limit, with the delivery's per-attempt timeout. */
-async function postUnderLimit(
+function postUnderLimit(
   target: URL,
   headers: Record<string, string>,
   body: Parameters<typeof postMessage>[1]['body'],
   delivery: ResolvedDelivery,
   deps: DispatcherDeps,
 ): Promise<SendOutcome> {
-  await deps.limiter.acquire();
-  try {
-    return await postMessage(
+  const send = () =>
+    postMessage(
       target,
       {
         headers,
@@ -155,10 +154,23 @@ async function postUnderLimit(
         ...(delivery.timeoutMs !== undefined ? { timeoutMs: delivery.timeoutMs } : {}),
       },
       deps.agents,
-    );
-  } finally {
-    deps.limiter.release();
+    ).then((outcome) => {
+      deps.limiter.release();
+      return outcome;
+    });
+  // With a free slot the request starts now, in the caller's tick (before the ingress answers).
+  return deps.limiter.tryAcquire() ? send() : deps.limiter.acquire().then(send);
+}
+
+const targetUrls = new Map<string, URL>();
+/** Subscriber and sink URLs come from configuration, so parsing each once is enough. */
+function targetUrl(url: string): URL {
+  let parsed = targetUrls.get(url);
+  if (!parsed) {
+    parsed = new URL(url);
+    targetUrls.set(url, parsed);
   }
+  return parsed;
 }
 
 export async function deliverToTrigger(
@@ -167,10 +179,12 @@ export async function deliverToTrigger(
   trigger: ResolvedTrigger,
   brokerEvent: BrokerEvent,
   trace: TraceContext,
+  /** `brokerEvent` without the TTL, when the caller already has it. */
+  withoutTtl?: BrokerEvent,
 ): Promise<void> {
   const { delivery } = trigger;
   const ttl = brokerEvent.attributes[ttlExtension];
-  const toSubscriber = withoutAttribute(brokerEvent, ttlExtension);
+  const toSubscriber = withoutTtl ?? withoutAttribute(brokerEvent, ttlExtension);
   const message = messageFor(toSubscriber, delivery);
   const outgoingTrace = childTraceContext(trace);
   const headers = {
@@ -179,7 +193,7 @@ export async function deliverToTrigger(
     'kn-namespace': trigger.namespace,
     ...traceHeaders(outgoingTrace),
   };
-  const target = new URL(trigger.subscriberUrl);
+  const target = targetUrl(trigger.subscriberUrl);
   const baseRecord = {
     broker: `${broker.namespace}/${broker.name}`,
     trigger: trigger.name,
@@ -346,7 +360,7 @@ async function sendToDeadLetterSink(
   if (!delivery.deadLetterSinkUrl) return 'none';
   const message = encodeBinary(event);
   const headers = { ...message.headers, ...traceHeaders(childTraceContext(trace)) };
-  const target = new URL(delivery.deadLetterSinkUrl);
+  const target = targetUrl(delivery.deadLetterSinkUrl);
   let failure = 'not attempted';
   for (let attempt = 1; attempt <= delivery.retry + 1; attempt++) {
     if (attempt > 1 && !(await sleep(backoffMs(delivery, attempt - 1), deps.signal))) break;

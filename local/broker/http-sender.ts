@@ -26,6 +26,25 @@ export function createAgents(maxSockets = 256) {
 }
 export type Agents = ReturnType<typeof createAgents>;
 
+const targetOptions = new WeakMap<URL, http.RequestOptions>();
+/** Host, port and path of a target, worked out once per URL rather than per request. */
+function optionsFor(url: URL): http.RequestOptions {
+  let options = targetOptions.get(url);
+  if (!options) {
+    options = {
+      protocol: url.protocol,
+      hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+      port: url.port,
+      path: `${url.pathname}${url.search}`,
+      ...(url.username || url.password
+        ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }
+        : {}),
+    };
+    targetOptions.set(url, options);
+  }
+  return options;
+}
+
 /** POSTs a message and collects the whole response; never rejects. */
 export function postMessage(url: URL, options: SendOptions, agents: Agents): Promise<SendOutcome> {
   return new Promise((resolve) => {
@@ -39,7 +58,8 @@ export function postMessage(url: URL, options: SendOptions, agents: Agents): Pro
       resolve(outcome);
     };
     const secure = url.protocol === 'https:';
-    const request = (secure ? https : http).request(url, {
+    const request = (secure ? https : http).request({
+      ...optionsFor(url),
       method: 'POST',
       agent: secure ? agents.https : agents.http,
       headers: { ...options.headers, 'content-length': String(options.body.length) },

@@ -33,6 +33,10 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer | 'to
   });
 }
 
+const answerAccepted = (response: ServerResponse) => {
+  response.writeHead(202).end();
+};
+
 /**
  * The broker ingress, in the order knative/eventing's `ingress_handler.go` checks things:
  * OPTIONS → 200 (`Allow: POST, OPTIONS`); any other non-POST → 405; `/` → 404; a path that is not
@@ -97,6 +101,13 @@ export function createIngressHandler(deps: IngressDeps) {
       return;
     }
     const result = deps.ingest(broker, event, traceContextFrom(request.headers));
-    response.writeHead(result.status).end();
+    if (result.status !== 202) {
+      response.writeHead(result.status).end();
+      return;
+    }
+    // Deliveries have been started (their requests are queued on sockets); answering on the next
+    // loop turn lets those writes go out first instead of queueing behind the 202 and whatever
+    // the producer does on receiving it.
+    setImmediate(answerAccepted, response);
   };
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 /** W3C trace context (https://www.w3.org/TR/trace-context/) carried through every broker hop. */
 export interface TraceContext {
@@ -16,9 +16,26 @@ export function parseTraceparent(value: string | undefined): string | undefined 
   return match[0];
 }
 
-// randomUUID draws from a pooled buffer: much cheaper per call than randomBytes on the hot path.
-const randomHex32 = () => randomUUID().replace(/-/g, '');
-const randomSpanId = () => randomHex32().slice(0, 16);
+// Random hex is cut from a pooled buffer: one crypto call per few hundred ids on the hot path.
+const poolBytes = 4096;
+const pool = Buffer.alloc(poolBytes);
+let poolOffset = poolBytes;
+function randomHex(bytes: number): string {
+  if (poolOffset + bytes > poolBytes) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const hex = pool.toString('hex', poolOffset, poolOffset + bytes);
+  poolOffset += bytes;
+  return hex;
+}
+// All-zero ids are invalid; with 64 random bits that is astronomically unlikely, but cheap to rule out.
+const randomNonZeroHex = (bytes: number): string => {
+  const hex = randomHex(bytes);
+  return /^0+$/.test(hex) ? randomNonZeroHex(bytes) : hex;
+};
+const randomHex32 = () => randomNonZeroHex(16);
+const randomSpanId = () => randomNonZeroHex(8);
 
 /** A fresh sampled traceparent: a new trace when the producer sent none. */
 export function newTraceparent(): string {
@@ -42,7 +59,8 @@ export const traceIdOf = (traceparent: string) => traceparent.split('-')[1] ?? '
 
 /** The same trace with a new parent span id: the broker's outgoing request is a new hop. */
 export function childTraceContext(context: TraceContext): TraceContext {
-  const [version, traceId, , flags] = context.traceparent.split('-');
-  const traceparent = `${version}-${traceId}-${randomSpanId()}-${flags}`;
+  // Fixed layout `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`: swap the parent id.
+  const incoming = context.traceparent;
+  const traceparent = `${incoming.slice(0, 36)}${randomSpanId()}${incoming.slice(52)}`;
   return context.tracestate ? { traceparent, tracestate: context.tracestate } : { traceparent };
 }
