@@ -10,7 +10,7 @@ import {
   provisioningTarget,
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
-import { recordRetrying } from '../../shared/k8s/retrying-condition.js';
+import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
 import { ClusterFacts } from './cluster-facts.js';
 import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
@@ -54,22 +54,14 @@ export async function handle(
     context.log.debug('hosts already handled for this generation', { generation });
     return undefined;
   }
-  const outcome = await resolveProvisioning(
-    context,
+  const outcome = await withRetryingCondition(
     clients,
-    new ClusterFacts(clients, context.config, context.log),
-    live,
-  ).catch(async (error: unknown) => {
-    await recordRetrying(
-      clients,
-      provisioningTarget(namespace, object.metadata.name),
-      { uid: live.metadata.uid, generation },
-      ProvisioningCondition.hostsResolved,
-      error,
-      context.log,
-    );
-    throw error;
-  });
+    provisioningTarget(namespace, object.metadata.name),
+    { uid: live.metadata.uid, generation },
+    ProvisioningCondition.hostsResolved,
+    context.log,
+    () => resolveProvisioning(context, clients, new ClusterFacts(clients, context.config, context.log), live),
+  );
   return outcome.kind === 'skipped' ? undefined : outcome.event;
 }
 

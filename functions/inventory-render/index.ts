@@ -11,8 +11,9 @@ import {
 } from '../../shared/events/types.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
-import { kubeClients } from '../../shared/k8s/clients.js';
+import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { isTrueFor } from '../../shared/k8s/conditions.js';
+import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import { conditionsOf, isCurrent, writeConditions } from '../../shared/k8s/condition-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
@@ -43,6 +44,22 @@ export async function handle(
   const data: HostsResolvedData = hostsResolvedDataSchema.parse(event.data);
   const ref = data.provisioning;
   const clients = kubeClients(context.kubeConfig);
+  return withRetryingCondition(
+    clients,
+    provisioningTarget(ref.namespace, ref.name),
+    ref,
+    ProvisioningCondition.inventoryRendered,
+    context.log,
+    () => render(context, clients, data),
+  );
+}
+
+async function render(
+  context: FunctionContext<InventoryRenderConfig>,
+  clients: KubeClients,
+  data: HostsResolvedData,
+): Promise<HandlerResult> {
+  const ref = data.provisioning;
   const live = await readProvisioning(clients, ref.namespace, ref.name);
   if (!live || !isCurrent(live, ref)) {
     context.log.info('event is about another generation or a deleted Provisioning; ignored', {

@@ -12,6 +12,8 @@ import { functionName } from './complete-job.js';
 import { kudJobLaunchConfigSchema, type KudJobLaunchConfig } from './config.js';
 import { onJobUpdate } from './job-update.js';
 import { launchJob } from './launch-job.js';
+import { ProvisioningCondition, provisioningTarget } from '../../shared/k8s/provisioning.js';
+import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import { kudJobLaunchMetrics } from './metrics.js';
 import { sweep } from './sweep.js';
 
@@ -25,8 +27,18 @@ export async function handle(
 ): Promise<HandlerResult> {
   const clients = kubeClients(context.kubeConfig);
   switch (event.type) {
-    case EventTypes.inventoryRendered:
-      return launchJob(context, clients, inventoryRenderedDataSchema.parse(event.data));
+    case EventTypes.inventoryRendered: {
+      const data = inventoryRenderedDataSchema.parse(event.data);
+      const ref = data.provisioning;
+      return withRetryingCondition(
+        clients,
+        provisioningTarget(ref.namespace, ref.name),
+        ref,
+        ProvisioningCondition.jobLaunched,
+        context.log,
+        () => launchJob(context, clients, data),
+      );
+    }
     case SourceEventTypes.resourceUpdate:
       return onJobUpdate(context, clients, kubeObjectSchema.parse(event.data));
     default:

@@ -43,3 +43,20 @@ export async function recordRetrying(
     });
   }
 }
+
+/** Runs a step; if it throws a transient fault, records it on status (above) and rethrows. */
+export async function withRetryingCondition<T>(
+  clients: KubeClients,
+  target: StatusTarget,
+  ref: GenerationRef,
+  conditionType: string,
+  log: Logger,
+  step: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    await recordRetrying(clients, target, ref, conditionType, error, log);
+    throw error;
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * API fault: a step that fails transiently answers 5xx (the broker retries) and, before that,
+ * records on the Provisioning's status what is failing (`<step>=Unknown` with the fault's
+ * reason), so a user sees it even when the broker gives up. Shown for inventory-render (its
+ * ConfigMap writes answer 500) and kud-job-launch (its Job creates answer 500); host-lookup's
+ * case is in dead-letter.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { CloudEvent } from 'cloudevents';
+import { definition as inventoryRender } from '../../functions/inventory-render/index.js';
+import { definition as kudJobLaunch } from '../../functions/kud-job-launch/index.js';
+import { postEvent } from '../../shared/cloudevents/sink-client.js';
+import { renderHostsIni } from '../../shared/core/inventory.js';
+import { sha256Hex } from '../../shared/core/hash.js';
+import { EventTypes } from '../../shared/events/types.js';
+import { silentLogger } from '../../shared/log.js';
+import type { FunctionDefinition } from '../../shared/server/types.js';
+import { startFunctionServer, type RunningFunctionServer } from '../../shared/server/function-server.js';
+import { useTestCluster } from '../support/cluster.js';
+import { startApiProxy, type ApiProxy } from '../support/faults/api-proxy.js';
+import {
+  conditionOf,
+  createProvisioning,
+  readProvisioning,
+} from '../integration/functions/support/fixtures.js';
+import { clusterProvisioning, nodeMac } from './support/lab-cluster.js';
+
+const cluster = useTestCluster();
+
+describe('a transient fault is on status before the 5xx', () => {
+  let proxy: ApiProxy;
+  const servers: RunningFunctionServer[] = [];
+  const serve = async <Config>(definition: FunctionDefinition<Config>) => {
+    const server = await startFunctionServer({
+      definition,
+      host: '127.0.0.1',
+      port: 0,
+      kubeConfig: proxy.kubeConfig,
+      env: { SWEEP_NAMESPACES: cluster.namespace },
+      log: silentLogger,
+      tracing: false,
+      processMetrics: false,
+    });
+    servers.push(server);
+    return server;
+  };
+
+  beforeAll(async () => {
+    proxy = await startApiProxy(cluster.kubeConfig);
+    proxy.failNext((r) => r.method === 'POST' && r.url.includes('/configmaps'), 500, Infinity);
+    proxy.failNext((r) => r.method === 'POST' && r.url.includes('/jobs'), 500, Infinity);
+  });
+
+  afterAll(async () => {
+    for (const server of servers) await server.close();
+    await proxy?.close();
+  });
+
+  const refOf = (stored: {
+    metadata: { namespace: string; name: string; uid: string; generation: number };
+  }) => ({
+    namespace: stored.metadata.namespace,
+    name: stored.metadata.name,
+    uid: stored.metadata.uid,
+    generation: stored.metadata.generation,
+  });
+
+  it('inventory-render: ConfigMap writes failing → 503 and InventoryRendered=Unknown with the reason', async () => {
+    const server = await serve(inventoryRender);
+    const stored = await createProvisioning(
+      cluster.kubeConfig,
+      clusterProvisioning(cluster.namespace, 71, 'flaky-cm', 1, 0),
+    );
+    const event = new CloudEvent<unknown>({
+      type: EventTypes.hostsResolved,
+      source: '/test',
+      subject: `namespaces/${cluster.namespace}/provisionings/flaky-cm`,
+      data: {
+        provisioning: refOf(stored),
+        cluster: 'flaky-cm',
+        clusterType: 'baremetal',
+        nodes: [
+          {
+            label: 'master-0',
+            roles: ['master', 'worker'],
+            mac: nodeMac(71, 0),
+            ip: '10.0.0.71',
+            source: 'host-nics',
+          },
+        ],
+      },
+    });
+    const response = await postEvent(server.url, event);
+    expect(response.status).toBe(503);
+    const condition = conditionOf(
+      await readProvisioning(cluster.kubeConfig, cluster.namespace, 'flaky-cm'),
+      'InventoryRendered',
+    );
+    expect(condition).toEqual(
+      expect.objectContaining({
+        status: 'Unknown',
+        reason: expect.stringMatching(/^Kubernetes[A-Z]\w+$/),
+        observedGeneration: stored.metadata.generation,
+      }),
+    );
+    expect(condition?.message).toMatch(/\(will be retried\)$/);
+  });
+
+  it('kud-job-launch: Job creates failing → 503 and JobLaunched=Unknown with the reason', async () => {
+    const server = await serve(kudJobLaunch);
+    const stored = await createProvisioning(
+      cluster.kubeConfig,
+      clusterProvisioning(cluster.namespace, 72, 'flaky-job', 1, 0),
+    );
+    const inventory = renderHostsIni({
+      clusterType: 'baremetal',
+      nodes: [
+        {
+          label: 'master-0',
+          roles: ['master', 'worker'],
+          mac: nodeMac(72, 0),
+          ip: '10.0.0.72',
+          source: 'host-nics',
+        },
+      ],
+      workerOrder: ['master-0'],
+    });
+    // The stored inventory is what kud-job-launch checks the event against (written directly: the proxy refuses it).
+    await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
+      namespace: cluster.namespace,
+      body: { metadata: { name: 'flaky-job-inventory' }, data: { 'hosts.ini': inventory } },
+    });
+    const event = new CloudEvent<unknown>({
+      type: EventTypes.inventoryRendered,
+      source: '/test',
+      subject: `namespaces/${cluster.namespace}/provisionings/flaky-job`,
+      data: {
+        provisioning: refOf(stored),
+        cluster: 'flaky-job',
+        clusterType: 'baremetal',
+        configMap: 'flaky-job-inventory',
+        inventorySha256: sha256Hex(inventory),
+      },
+    });
+    const response = await postEvent(server.url, event);
+    expect(response.status).toBe(503);
+    const condition = conditionOf(
+      await readProvisioning(cluster.kubeConfig, cluster.namespace, 'flaky-job'),
+      'JobLaunched',
+    );
+    expect(condition).toEqual(
+      expect.objectContaining({ status: 'Unknown', observedGeneration: stored.metadata.generation }),
+    );
+    expect(condition?.message).toMatch(/\(will be retried\)$/);
+  });
+});
