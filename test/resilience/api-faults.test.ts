@@ -22,17 +22,19 @@ import { createProvisioning } from '../integration/functions/support/fixtures.js
 import { startSubscriber, waitFor } from '../unit/broker/support/recording-subscriber.js';
 import { FaultTally } from './report/tally.js';
 import {
+  type Fault,
   FaultyChain,
+  chainDone,
   conditionsOf,
   derivedObjects,
   isTrue,
   stepName,
-  type Fault,
 } from './support/faulty-chain.js';
 import {
   clusterProvisioning,
   createClusterHosts,
   createSoftware,
+  labChainEnv,
   prepareNamespace,
 } from './support/lab-cluster.js';
 
@@ -57,16 +59,7 @@ describe('API faults', () => {
       functionKubeConfig: proxy.kubeConfig,
       retries: 20,
       retryDelayMs: 250,
-      env: {
-        BMH_NAMESPACE: cluster.namespace,
-        SWEEP_NAMESPACES: cluster.namespace,
-        IP_SOURCES: 'nics',
-        SSH_USER: lab.username,
-        SSH_PORT: String(lab.port),
-        SSH_KNOWN_HOSTS: knownHostsPath,
-        SSH_CONNECT_TIMEOUT_SECONDS: '10',
-        SSH_TIMEOUT_SECONDS: '30',
-      },
+      env: labChainEnv(cluster.namespace, lab, knownHostsPath),
     });
     await chain.start();
   }, 120_000);
@@ -78,12 +71,7 @@ describe('API faults', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const done = async (name: string) =>
-    isTrue(await conditionsOf(cluster.kubeConfig, 'provisionings', cluster.namespace, name), 'Ready') &&
-    isTrue(
-      await conditionsOf(cluster.kubeConfig, 'softwares', cluster.namespace, `${name}-tools`),
-      'Installed',
-    );
+  const done = (name: string) => chainDone(cluster.kubeConfig, cluster.namespace, name);
 
   async function runChain(
     index: number,

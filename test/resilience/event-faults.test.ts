@@ -16,18 +16,12 @@ import { startSshHosts, type SshHosts } from '../support/sshd.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
 import { createProvisioning } from '../integration/functions/support/fixtures.js';
 import { FaultTally } from './report/tally.js';
-import {
-  FaultyChain,
-  conditionsOf,
-  derivedObjects,
-  isTrue,
-  stepName,
-  type Fault,
-} from './support/faulty-chain.js';
+import { type Fault, FaultyChain, chainDone, derivedObjects, stepName } from './support/faulty-chain.js';
 import {
   clusterProvisioning,
   createClusterHosts,
   createSoftware,
+  labChainEnv,
   prepareNamespace,
 } from './support/lab-cluster.js';
 
@@ -56,16 +50,7 @@ describe('event faults', () => {
       await createClusterHosts(cluster.kubeConfig, cluster.namespace, lab, i, 2);
     chain = new FaultyChain({
       kubeConfig: cluster.kubeConfig,
-      env: {
-        BMH_NAMESPACE: cluster.namespace,
-        SWEEP_NAMESPACES: cluster.namespace,
-        IP_SOURCES: 'nics',
-        SSH_USER: lab.username,
-        SSH_PORT: String(lab.port),
-        SSH_KNOWN_HOSTS: knownHostsPath,
-        SSH_CONNECT_TIMEOUT_SECONDS: '10',
-        SSH_TIMEOUT_SECONDS: '30',
-      },
+      env: labChainEnv(cluster.namespace, lab, knownHostsPath),
     });
     await chain.start();
   }, 120_000);
@@ -76,12 +61,7 @@ describe('event faults', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const done = async (name: string) =>
-    isTrue(await conditionsOf(cluster.kubeConfig, 'provisionings', cluster.namespace, name), 'Ready') &&
-    isTrue(
-      await conditionsOf(cluster.kubeConfig, 'softwares', cluster.namespace, `${name}-tools`),
-      'Installed',
-    );
+  const done = (name: string) => chainDone(cluster.kubeConfig, cluster.namespace, name);
 
   /** A Software waiting for the cluster, then the Provisioning and the Job, through `fault`. */
   async function runChain(

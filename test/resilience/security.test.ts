@@ -27,6 +27,7 @@ import {
   clusterProvisioning,
   createClusterHosts,
   createSoftware,
+  labChainEnv,
   prepareNamespace,
 } from './support/lab-cluster.js';
 
@@ -54,16 +55,7 @@ describe('security claims', () => {
     await createClusterHosts(cluster.kubeConfig, cluster.namespace, lab, 0, 2);
     chain = new FaultyChain({
       kubeConfig: cluster.kubeConfig,
-      env: {
-        BMH_NAMESPACE: cluster.namespace,
-        SWEEP_NAMESPACES: cluster.namespace,
-        IP_SOURCES: 'nics',
-        SSH_USER: lab.username,
-        SSH_PORT: String(lab.port),
-        SSH_KNOWN_HOSTS: knownHostsPath,
-        SSH_CONNECT_TIMEOUT_SECONDS: '10',
-        SSH_TIMEOUT_SECONDS: '30',
-      },
+      env: labChainEnv(cluster.namespace, lab, knownHostsPath),
       log: createLogger({ level: 'debug', sink: (line) => logLines.push(line) }),
     });
     await chain.start();

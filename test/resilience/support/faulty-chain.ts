@@ -221,3 +221,11 @@ export async function derivedObjects(kubeConfig: KubeConfig, namespace: string, 
     configMaps: configMaps.items.map((c) => c.metadata?.name).sort(),
   };
 }
+
+/** A chain run by the resilience tests is done when its Provisioning is Ready and its `<name>-tools` Software Installed. */
+export async function chainDone(kubeConfig: KubeConfig, namespace: string, name: string): Promise<boolean> {
+  return (
+    isTrue(await conditionsOf(kubeConfig, 'provisionings', namespace, name), 'Ready') &&
+    isTrue(await conditionsOf(kubeConfig, 'softwares', namespace, `${name}-tools`), 'Installed')
+  );
+}

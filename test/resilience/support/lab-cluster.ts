@@ -103,3 +103,15 @@ export async function createSoftware(
     },
   })) as { apiVersion: string; kind: string; metadata: { name: string; namespace: string } };
 }
+
+/** Function env for a whole chain against the lab: hosts from NICs, sweeps and lists kept to the namespace. */
+export const labChainEnv = (namespace: string, lab: SshHosts, knownHostsPath: string) => ({
+  BMH_NAMESPACE: namespace,
+  SWEEP_NAMESPACES: namespace,
+  IP_SOURCES: 'nics',
+  SSH_USER: lab.username,
+  SSH_PORT: String(lab.port),
+  SSH_KNOWN_HOSTS: knownHostsPath,
+  SSH_CONNECT_TIMEOUT_SECONDS: '10',
+  SSH_TIMEOUT_SECONDS: '30',
+});
