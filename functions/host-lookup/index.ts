@@ -11,6 +11,7 @@ import {
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
+import { funcHandle } from '../../shared/server/func-adapter.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
 import { ClusterFacts } from './cluster-facts.js';
 import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
@@ -23,7 +24,7 @@ import { sweep } from './sweep.js';
  * `hosts.resolved` (or record the failure and reply `provisioning.failed`). The ping runs the
  * sweep. Everything is read live: the event only says which object to look at.
  */
-export async function handle(
+async function handleEvent(
   context: FunctionContext<HostLookupConfig>,
   event: CloudEvent<unknown>,
 ): Promise<HandlerResult> {
@@ -73,6 +74,9 @@ export const definition: FunctionDefinition<HostLookupConfig> = {
     [SourceEventTypes.ping]: pingDataSchema,
   },
   configSchema: hostLookupConfigSchema,
-  handle,
+  handle: handleEvent,
   metrics: hostLookupMetrics,
 };
+
+/** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */
+export const handle = funcHandle(definition);

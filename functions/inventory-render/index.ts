@@ -24,6 +24,7 @@ import {
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
 import { upsertConfigMap } from '../../shared/k8s/upsert.js';
+import { funcHandle } from '../../shared/server/func-adapter.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
 import { inventoryRenderConfigSchema, type InventoryRenderConfig } from './config.js';
 import { inventoriesRendered, inventoryRenderMetrics } from './metrics.js';
@@ -37,7 +38,7 @@ const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
  * InventoryRendered True, reply inventory.rendered. A duplicate or an event about another
  * generation of the Provisioning ends here with no reply (204).
  */
-export async function handle(
+async function handleEvent(
   context: FunctionContext<InventoryRenderConfig>,
   event: CloudEvent<unknown>,
 ): Promise<HandlerResult> {
@@ -148,6 +149,9 @@ export const definition: FunctionDefinition<InventoryRenderConfig> = {
   name: functionName,
   accepts: { [EventTypes.hostsResolved]: hostsResolvedDataSchema },
   configSchema: inventoryRenderConfigSchema,
-  handle,
+  handle: handleEvent,
   metrics: inventoryRenderMetrics,
 };
+
+/** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */
+export const handle = funcHandle(definition);

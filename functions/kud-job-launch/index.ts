@@ -7,6 +7,7 @@ import {
   pingDataSchema,
 } from '../../shared/events/types.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
+import { funcHandle } from '../../shared/server/func-adapter.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
 import { functionName } from './complete-job.js';
 import { kudJobLaunchConfigSchema, type KudJobLaunchConfig } from './config.js';
@@ -21,7 +22,7 @@ import { sweep } from './sweep.js';
  * kud-job-launch: inventory.rendered → the KUD installer Job; Job updates → cluster.ready or
  * provisioning.failed; the ping finishes Jobs whose completion event was missed.
  */
-export async function handle(
+async function handleEvent(
   context: FunctionContext<KudJobLaunchConfig>,
   event: CloudEvent<unknown>,
 ): Promise<HandlerResult> {
@@ -55,6 +56,9 @@ export const definition: FunctionDefinition<KudJobLaunchConfig> = {
     [SourceEventTypes.ping]: pingDataSchema,
   },
   configSchema: kudJobLaunchConfigSchema,
-  handle,
+  handle: handleEvent,
   metrics: kudJobLaunchMetrics,
 };
+
+/** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */
+export const handle = funcHandle(definition);

@@ -13,6 +13,7 @@ import { softwareKind } from '../../shared/schemas/software.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
 import { listCustomObjects } from '../../shared/k8s/status-writer.js';
+import { funcHandle } from '../../shared/server/func-adapter.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
 import { softwareInstallConfigSchema, type SoftwareInstallConfig } from './config.js';
 import { installSoftware } from './install-software.js';
@@ -26,7 +27,7 @@ import { announce, needsInstall, sweep } from './sweep.js';
  * its packages over SSH on every node and reply software.installed / software.failed. A
  * Software whose cluster is not ready waits (status says so) until cluster.ready.
  */
-export async function handle(
+async function handleEvent(
   context: FunctionContext<SoftwareInstallConfig>,
   event: CloudEvent<unknown>,
 ): Promise<HandlerResult> {
@@ -84,6 +85,9 @@ export const definition: FunctionDefinition<SoftwareInstallConfig> = {
     [SourceEventTypes.ping]: pingDataSchema,
   },
   configSchema: softwareInstallConfigSchema,
-  handle,
+  handle: handleEvent,
   metrics: softwareInstallMetrics,
 };
+
+/** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */
+export const handle = funcHandle(definition);

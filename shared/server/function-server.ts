@@ -87,6 +87,35 @@ function urlFor(host: string, port: number): string {
   return host.includes(':') ? `http://[${host}]:${port}` : `http://${host}:${port}`;
 }
 
+/**
+ * Posts `event` to the sink (K_SINK / BROKER_URL) with retries and resolves to the HTTP status;
+ * rejects `NoSinkConfigured` without a sink and `SinkRejected` on a non-2xx answer. Shared by
+ * the server's `context.send` and the faas-js-runtime adapter.
+ */
+export async function postToSink(
+  functionName: string,
+  sinkUrl: string | undefined,
+  event: CloudEvent<unknown>,
+  headers: Record<string, string> = {},
+): Promise<number> {
+  if (!sinkUrl) {
+    throw new BpaError(
+      'NoSinkConfigured',
+      `${functionName} cannot send ${event.type}: neither K_SINK nor BROKER_URL is set`,
+      'internal',
+    );
+  }
+  const response = await postEventWithRetry(sinkUrl, event, { headers });
+  if (response.status < 200 || response.status > 299) {
+    throw new BpaError(
+      'SinkRejected',
+      `The sink ${sinkUrl} answered HTTP ${response.status} to ${event.type} ${event.id}`,
+      'transient',
+    );
+  }
+  return response.status;
+}
+
 /** Starts the server; rejects with BpaError `InvalidConfig` when the env does not validate. */
 export async function startFunctionServer<Config>(
   options: FunctionServerOptions<Config>,
@@ -145,13 +174,6 @@ export async function startFunctionServer<Config>(
   const makeSend =
     (span: RequestSpan | undefined, requestLog: Logger) =>
     async (event: CloudEvent<unknown>): Promise<void> => {
-      if (!sinkUrl) {
-        throw new BpaError(
-          'NoSinkConfigured',
-          `${definition.name} cannot send ${event.type}: neither K_SINK nor BROKER_URL is set`,
-          'internal',
-        );
-      }
       const child =
         span && tracing
           ? tracing.startClientSpan(`send ${event.type}`, span, {
@@ -161,18 +183,13 @@ export async function startFunctionServer<Config>(
           : undefined;
       try {
         const outgoing = child ? event.cloneWith({ ...child.headers }) : event;
-        const response = await postEventWithRetry(sinkUrl, outgoing, {
-          headers: child ? { ...child.headers } : {},
-        });
-        if (response.status < 200 || response.status > 299) {
-          child?.fail(`HTTP ${response.status}`);
-          throw new BpaError(
-            'SinkRejected',
-            `The sink ${sinkUrl} answered HTTP ${response.status} to ${event.type} ${event.id}`,
-            'transient',
-          );
-        }
-        requestLog.debug('sent event', { sent_id: event.id, sent_type: event.type, status: response.status });
+        const status = await postToSink(
+          definition.name,
+          sinkUrl,
+          outgoing,
+          child ? { ...child.headers } : {},
+        );
+        requestLog.debug('sent event', { sent_id: event.id, sent_type: event.type, status });
       } catch (error) {
         child?.fail(describeError(error).message);
         throw error;

@@ -1,0 +1,112 @@
+import { CloudEvent } from 'cloudevents';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseEnv, serverEnvSchema } from '../config.js';
+import { describeError, httpStatusFor } from '../errors.js';
+import { createLogger, type Logger } from '../log.js';
+import { eventLogFields } from './event-scope.js';
+import { postToSink } from './function-server.js';
+import type { FunctionContext, FunctionDefinition, HandlerResult } from './types.js';
+
+/**
+ * The func convention's `handle(context, event)`: run by faas-js-runtime (`func build` /
+ * `func deploy`), whose context has none of ours (kubeConfig, config, send), or called with
+ * our own FunctionContext (the project's function server, tests), which goes straight through.
+ */
+export type FuncHandle = (context: object, event: unknown) => Promise<HandlerResult>;
+
+/** faas-js-runtime answers `error.code` as the HTTP status; the function server reads statusCode. */
+export class FuncHttpError extends Error {
+  readonly statusCode: number;
+  readonly code: number;
+  constructor(status: number, reason: string, message: string) {
+    super(message);
+    this.name = reason;
+    this.statusCode = status;
+    this.code = status;
+  }
+}
+
+interface ProcessScope<Config> {
+  kubeConfig: KubeConfig;
+  config: Config;
+  sinkUrl: string | undefined;
+  log: Logger;
+}
+
+const isOurContext = <Config>(context: object): context is FunctionContext<Config> =>
+  'kubeConfig' in context && 'send' in context;
+
+/** faas-js-runtime brings its own cloudevents (8): re-made as ours so handlers see one class. */
+function asOurEvent(event: unknown): CloudEvent<unknown> {
+  if (event instanceof CloudEvent) return event;
+  if (typeof event !== 'object' || event === null)
+    throw new FuncHttpError(400, 'NotACloudEvent', 'The request did not carry a CloudEvent');
+  try {
+    return new CloudEvent<unknown>({ ...(event as Record<string, unknown>) } as never, false);
+  } catch (error) {
+    throw new FuncHttpError(400, 'NotACloudEvent', describeError(error).message);
+  }
+}
+
+export function funcHandle<Config>(definition: FunctionDefinition<Config>): FuncHandle {
+  let scope: Promise<ProcessScope<Config>> | undefined;
+  // Once per process: the env and kubeconfig do not change while it runs.
+  const processScope = () =>
+    (scope ??= (async () => {
+      const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
+      const kubeConfig = new KubeConfigClass();
+      kubeConfig.loadFromDefault();
+      const serverEnv = parseEnv(serverEnvSchema, process.env, `the ${definition.name} function`);
+      return {
+        kubeConfig,
+        config: parseEnv(definition.configSchema, process.env, definition.name),
+        sinkUrl: serverEnv.K_SINK ?? serverEnv.BROKER_URL,
+        log: createLogger().child({ function: definition.name }),
+      };
+    })());
+
+  return async (context, rawEvent) => {
+    if (isOurContext<Config>(context)) return definition.handle(context, rawEvent as CloudEvent<unknown>);
+    const event = asOurEvent(rawEvent);
+    const schema = definition.accepts[event.type];
+    if (!schema) {
+      throw new FuncHttpError(
+        400,
+        'UnacceptedEventType',
+        `${definition.name} does not accept events of type ${event.type} (accepted: ${Object.keys(definition.accepts).join(', ')})`,
+      );
+    }
+    const data = schema.safeParse(event.data);
+    if (!data.success) {
+      const where = data.error.issues
+        .slice(0, 5)
+        .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(data)'}: ${issue.message}`)
+        .join('; ');
+      throw new FuncHttpError(
+        400,
+        'InvalidEventData',
+        `The data of ${event.type} does not match its schema: ${where}`,
+      );
+    }
+    const { kubeConfig, config, sinkUrl, log: processLog } = await processScope();
+    const log = processLog.child({ ...eventLogFields(event) });
+    const traceparent = typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined;
+    const ours: FunctionContext<Config> = {
+      log,
+      kubeConfig,
+      config,
+      send: async (sent) => {
+        await postToSink(definition.name, sinkUrl, sent);
+      },
+      ...(traceparent ? { traceparent } : {}),
+    };
+    try {
+      return await definition.handle(ours, event);
+    } catch (error) {
+      const status = httpStatusFor(error);
+      const described = describeError(error);
+      if (status >= 500) log.error('handler failed', { ...described, stack: (error as Error)?.stack });
+      throw new FuncHttpError(status, described.reason, described.message);
+    }
+  };
+}
