@@ -1,0 +1,143 @@
+/**
+ * The `func` build context (scripts/func-package.mjs) runs under faas-js-runtime, the way
+ * `func build`/`func deploy` run it: host-lookup packaged alone in dist/func/host-lookup/,
+ * started by the runtime's own CLI, answers a Provisioning event with the real cluster.
+ * (faas-js-runtime has no host option and binds `::`; the test only talks to 127.0.0.1.)
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EventTypes } from '../../shared/events/types.js';
+import { useTestCluster } from '../support/cluster.js';
+import {
+  conditionOf,
+  createProvisioning,
+  provisioningObject,
+  readProvisioning,
+} from './functions/support/fixtures.js';
+
+const cluster = useTestCluster();
+const repository = fileURLToPath(new URL('../..', import.meta.url));
+const packaged = join(repository, 'dist/func/host-lookup');
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const address = server.address();
+  await new Promise<void>((done) => server.close(() => done()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+async function waitUntilReady(url: string, runtime: ChildProcess, output: () => string): Promise<void> {
+  for (;;) {
+    if (runtime.exitCode !== null) throw new Error(`faas-js-runtime exited: ${output()}`);
+    const ready = await fetch(`${url}/health/readiness`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ready) return;
+    await new Promise((done) => setTimeout(done, 200));
+  }
+}
+
+const binaryHeaders = (type: string, id: string) => ({
+  'ce-specversion': '1.0',
+  'ce-id': id,
+  'ce-source': '/apis/v1/namespaces/test',
+  'ce-type': type,
+  'content-type': 'application/json',
+});
+
+describe('func package: host-lookup under faas-js-runtime', () => {
+  let runtime: ChildProcess | undefined;
+  let url = '';
+  let output = '';
+
+  beforeAll(async () => {
+    const built = spawnSync('npm', ['run', 'func:package', '--', 'host-lookup'], {
+      cwd: repository,
+      encoding: 'utf8',
+    });
+    if (built.status !== 0) throw new Error(`npm run func:package failed: ${built.stdout}${built.stderr}`);
+    const packageJson = JSON.parse(readFileSync(join(packaged, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    expect(packageJson.dependencies['faas-js-runtime']).toBe('3.0.2');
+    if (!existsSync(join(packaged, 'node_modules')))
+      symlinkSync(join(repository, 'node_modules'), join(packaged, 'node_modules'));
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    runtime = spawn(
+      process.execPath,
+      ['node_modules/faas-js-runtime/bin/cli.js', './index.js', '--port', String(port)],
+      {
+        cwd: packaged,
+        env: {
+          PATH: process.env.PATH,
+          KUBECONFIG: cluster.kubeconfigPath,
+          BMH_NAMESPACE: cluster.namespace,
+          SWEEP_NAMESPACES: cluster.namespace,
+          LOG_LEVEL: 'warn',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    runtime.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    runtime.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitUntilReady(url, runtime, () => output);
+  }, 180_000);
+
+  afterAll(async () => {
+    if (runtime && runtime.exitCode === null) {
+      const exited = new Promise((done) => runtime?.once('exit', done));
+      runtime.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('answers provisioning.failed for a MAC no host has, and records HostsResolved=False', async () => {
+    const namespace = cluster.namespace;
+    const mac = 'ee:ee:00:00:00:99';
+    const created = await createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({
+        name: 'unknown-mac',
+        namespace,
+        cluster: 'unknown-mac',
+        masters: [{ label: 'master-1', mac }],
+      }),
+    );
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: binaryHeaders('dev.knative.apiserver.resource.add', 'add-1'),
+      body: JSON.stringify(created),
+    });
+    const body = await response.text();
+    expect([response.status, response.headers.get('ce-type')]).toEqual([200, EventTypes.provisioningFailed]);
+    expect(JSON.parse(body)).toMatchObject({
+      provisioning: { namespace, name: 'unknown-mac', uid: created.metadata.uid },
+      step: 'HostsResolved',
+      reason: 'HostNotFound',
+      message: `Host with MAC Address ${mac} not found`,
+    });
+    const stored = await readProvisioning(cluster.kubeConfig, namespace, 'unknown-mac');
+    expect(conditionOf(stored, 'HostsResolved')).toMatchObject({
+      status: 'False',
+      message: `Host with MAC Address ${mac} not found`,
+    });
+  }, 60_000);
+
+  it('answers 400 to an event whose data is not an object', async () => {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: binaryHeaders('dev.knative.apiserver.resource.add', 'bad-1'),
+      body: JSON.stringify('not an object'),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('does not match its schema');
+  }, 60_000);
+});
