@@ -6,7 +6,6 @@
  */
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
-import { EventTypes, SourceEventTypes } from '../../../shared/events/types.js';
 import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
 import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
 import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
@@ -23,29 +22,7 @@ import {
   type Delivery,
 } from '../../integration/functions/support/chain-harness.js';
 import { bpaGroup } from '../../integration/functions/support/fixtures.js';
-
-/** Trigger routing of manifests/eventing (as the chain harness has it). */
-export function routesFor(event: CloudEvent<unknown>): string[] {
-  const kind = (event as unknown as { kind?: string }).kind;
-  switch (event.type) {
-    case SourceEventTypes.resourceAdd:
-      return kind === 'Provisioning' ? ['host-lookup'] : kind === 'Software' ? ['software-install'] : [];
-    case SourceEventTypes.resourceUpdate:
-      if (kind === 'Provisioning') return ['host-lookup'];
-      if (kind === 'Job') return ['kud-job-launch'];
-      return kind === 'Software' ? ['software-install'] : [];
-    case SourceEventTypes.ping:
-      return ['host-lookup', 'kud-job-launch', 'software-install'];
-    case EventTypes.hostsResolved:
-      return ['inventory-render'];
-    case EventTypes.inventoryRendered:
-      return ['kud-job-launch'];
-    case EventTypes.clusterReady:
-      return ['software-install'];
-    default:
-      return [];
-  }
-}
+import { routesFor } from '../../integration/functions/support/chain-harness.js';
 
 /** What the driver does with one delivery: pass it, lose it, or pass it and send it again later. */
 export type Fault = 'pass' | 'drop' | 'duplicate-late';

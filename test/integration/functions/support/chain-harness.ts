@@ -58,7 +58,7 @@ export class EventCollector {
 }
 
 /** Which function a Trigger sends an event to (manifests/eventing/triggers-*.yaml). */
-function routesFor(event: CloudEvent<unknown>): string[] {
+export function routesFor(event: CloudEvent<unknown>): string[] {
   const kind = (event as unknown as { kind?: string }).kind;
   switch (event.type) {
     case SourceEventTypes.resourceAdd:
