@@ -3,6 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { parseEnv, serverEnvSchema } from '../config.js';
 import { describeError, httpStatusFor } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
+import { invalidData } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
 import { postToSink } from './function-server.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from './types.js';
@@ -68,26 +69,8 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
   return async (context, rawEvent) => {
     if (isOurContext<Config>(context)) return definition.handle(context, rawEvent as CloudEvent<unknown>);
     const event = asOurEvent(rawEvent);
-    const schema = definition.accepts[event.type];
-    if (!schema) {
-      throw new FuncHttpError(
-        400,
-        'UnacceptedEventType',
-        `${definition.name} does not accept events of type ${event.type} (accepted: ${Object.keys(definition.accepts).join(', ')})`,
-      );
-    }
-    const data = schema.safeParse(event.data);
-    if (!data.success) {
-      const where = data.error.issues
-        .slice(0, 5)
-        .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(data)'}: ${issue.message}`)
-        .join('; ');
-      throw new FuncHttpError(
-        400,
-        'InvalidEventData',
-        `The data of ${event.type} does not match its schema: ${where}`,
-      );
-    }
+    const problem = invalidData(definition, event);
+    if (problem) throw new FuncHttpError(400, problem.reason, problem.message);
     const { kubeConfig, config, sinkUrl, log: processLog } = await processScope();
     const log = processLog.child({ ...eventLogFields(event) });
     const traceparent = typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined;

@@ -9,6 +9,7 @@ import { encodeHttpEvent, parseHttpEvent } from '../cloudevents/message.js';
 import { postEventWithRetry } from '../cloudevents/sink-client.js';
 import { FunctionMetrics, RuntimeMetrics, type InvocationOutcome } from '../telemetry/metrics.js';
 import { Tracing, traceIdOf, type RequestSpan, type TraceHeaders } from '../telemetry/tracing.js';
+import { invalidData, unacceptedType } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
 import { readBody } from './http-body.js';
 import type { FunctionContext, FunctionDefinition } from './types.js';
@@ -269,13 +270,9 @@ export async function startFunctionServer<Config>(
       }
       const event = parsed.event;
       state.logFields = { ...eventLogFields(event) };
-      const schema = definition.accepts[event.type];
-      if (!schema) {
-        reject({
-          status: 400,
-          reason: 'UnacceptedEventType',
-          message: `${definition.name} does not accept events of type ${event.type} (accepted: ${accepted.join(', ')})`,
-        });
+      const unaccepted = unacceptedType(definition, event.type);
+      if (unaccepted) {
+        reject({ status: 400, ...unaccepted });
         return;
       }
       state.eventType = event.type;
@@ -293,17 +290,9 @@ export async function startFunctionServer<Config>(
         ...(event.subject ? { 'cloudevents.event_subject': event.subject } : {}),
       };
       startSpan(spanName, parent, eventAttributes);
-      const data = schema.safeParse(event.data);
-      if (!data.success) {
-        const where = data.error.issues
-          .slice(0, 5)
-          .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(data)'}: ${issue.message}`)
-          .join('; ');
-        reject({
-          status: 400,
-          reason: 'InvalidEventData',
-          message: `The data of ${event.type} does not match its schema: ${where}`,
-        });
+      const invalid = invalidData(definition, event);
+      if (invalid) {
+        reject({ status: 400, ...invalid });
         return;
       }
 
