@@ -1,3 +1,4 @@
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { V1Job } from '@kubernetes/client-node';
 import { inventorySha256Annotation } from '../../shared/core/names.js';
 
@@ -49,15 +50,7 @@ export function runDurationSeconds(job: V1Job): number | undefined {
 
 /** The Provisioning that controls a Job (its controller owner reference), if any. */
 export function controllingProvisioning(job: {
-  metadata?: {
-    ownerReferences?: Array<{
-      apiVersion: string;
-      kind: string;
-      name: string;
-      uid: string;
-      controller?: boolean;
-    }>;
-  };
+  metadata?: Pick<StoredObject['metadata'], 'ownerReferences'>;
 }): { name: string; uid: string } | undefined {
   const owner = job.metadata?.ownerReferences?.find(
     (ref) =>

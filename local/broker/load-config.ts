@@ -11,6 +11,7 @@ import {
   type Destination,
   type KReference,
 } from './knative-objects.js';
+import { objectsOfKind } from '../knative-objects.js';
 
 /** Turns a `ref` (with its namespace filled in) into a URL; the caller knows where things run. */
 export type RefResolver = (ref: KReference & { namespace: string }) => string | Promise<string>;
@@ -111,16 +112,6 @@ export async function loadBrokerConfig(
   options: LoadOptions,
 ): Promise<ResolvedBroker[]> {
   const defaultNamespace = options.defaultNamespace ?? 'default';
-  const isKind = (object: unknown, kind: string) => {
-    const record = object as { apiVersion?: unknown; kind?: unknown } | null;
-    return (
-      typeof record === 'object' &&
-      record !== null &&
-      record.kind === kind &&
-      typeof record.apiVersion === 'string' &&
-      record.apiVersion.startsWith('eventing.knative.dev/')
-    );
-  };
   const parse = <T>(schema: z.ZodType<T>, object: unknown): T => {
     const result = schema.safeParse(object);
     if (!result.success) {
@@ -130,7 +121,7 @@ export async function loadBrokerConfig(
   };
 
   const brokers = new Map<string, ResolvedBroker>();
-  for (const object of objects.filter((o) => isKind(o, 'Broker'))) {
+  for (const object of objectsOfKind(objects, 'eventing.knative.dev', 'Broker')) {
     const broker = parse(brokerObjectSchema, object);
     const namespace = broker.metadata.namespace ?? defaultNamespace;
     const key = `${namespace}/${broker.metadata.name}`;
@@ -148,7 +139,7 @@ export async function loadBrokerConfig(
     });
   }
 
-  for (const object of objects.filter((o) => isKind(o, 'Trigger'))) {
+  for (const object of objectsOfKind(objects, 'eventing.knative.dev', 'Trigger')) {
     const trigger = parse(triggerObjectSchema, object);
     const namespace = trigger.metadata.namespace ?? defaultNamespace;
     const where = `Trigger ${namespace}/${trigger.metadata.name}`;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { destinationSchema } from '../broker/knative-objects.js';
+import { objectsOfKind } from '../knative-objects.js';
 
 /** metav1.LabelSelector. */
 export const labelSelectorSchema = z
@@ -81,16 +82,7 @@ export type PingSourceObject = z.infer<typeof pingSourceSchema>;
 
 /** Kubernetes objects of one kind of `sources.knative.dev`. */
 export const sourcesOfKind = (objects: readonly unknown[], kind: string) =>
-  objects.filter((object) => {
-    const record = object as { apiVersion?: unknown; kind?: unknown } | null;
-    return (
-      typeof record === 'object' &&
-      record !== null &&
-      record.kind === kind &&
-      typeof record.apiVersion === 'string' &&
-      record.apiVersion.startsWith('sources.knative.dev/')
-    );
-  });
+  objectsOfKind(objects, 'sources.knative.dev', kind);
 
 /** The label selector query string (`a=b,c in (d,e),!f`). */
 export function labelSelectorString(selector: LabelSelector | undefined): string | undefined {

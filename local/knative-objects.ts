@@ -1,0 +1,12 @@
+/** The objects of one Knative kind (`kind` in API group `group`, any version) among parsed manifests. */
+export const objectsOfKind = (objects: readonly unknown[], group: string, kind: string) =>
+  objects.filter((object) => {
+    const record = object as { apiVersion?: unknown; kind?: unknown } | null;
+    return (
+      typeof record === 'object' &&
+      record !== null &&
+      record.kind === kind &&
+      typeof record.apiVersion === 'string' &&
+      record.apiVersion.startsWith(`${group}/`)
+    );
+  });
