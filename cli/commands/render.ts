@@ -2,10 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { BpaError } from '../../shared/errors.js';
 import { parseObjects, parseSingleObject, validateObjects } from '../../shared/core/documents.js';
+import { indexHostsFile } from '../../shared/core/hosts-file.js';
 import { parseLeases } from '../../shared/core/leases.js';
+import { nodeMacsOf } from '../../shared/core/node-plan.js';
 import { renderCluster, type RenderedCluster } from '../../shared/core/render.js';
 import type { KudJobOptions } from '../../shared/core/kud-job.js';
-import { bareMetalHostSchema } from '../../shared/schemas/bare-metal-host.js';
 import { podSchema } from '../../shared/schemas/pod.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import type { CliCommand } from '../command.js';
@@ -51,14 +52,14 @@ export function renderFromContents(inputs: RenderInputs, jobOptions: KudJobOptio
   const provisioning = fromFile(inputs.provisioning, (text) =>
     parseSingleObject(text, provisioningSchema, 'Provisioning'),
   );
-  const hosts =
-    inputs.hosts &&
-    fromFile(inputs.hosts, (text) => validateObjects(parseObjects(text), bareMetalHostSchema));
+  // Only the nodes' MACs are kept from the hosts: a fleet can be far larger than the cluster.
+  const only = nodeMacsOf(provisioning.spec);
+  const hostsByMac = inputs.hosts && fromFile(inputs.hosts, (text) => indexHostsFile(text, only));
   const pods = inputs.pods && fromFile(inputs.pods, (text) => validateObjects(parseObjects(text), podSchema));
   const leases = inputs.leases && fromFile(inputs.leases, (text) => parseLeases(text));
   return renderCluster(
     provisioning,
-    { ...(hosts && { hosts }), ...(pods && { pods }), ...(leases && { leases }) },
+    { ...(hostsByMac && { hostsByMac }), ...(pods && { pods }), ...(leases && { leases }) },
     jobOptions,
   );
 }

@@ -23,25 +23,37 @@ export function indexHostsByMac(
   hosts: readonly BareMetalHost[],
   only?: ReadonlySet<string>,
 ): Map<string, HostMacEntry> {
-  const index = new Map<string, HostMacEntry>();
+  const indexer = new HostMacIndexer(only);
+  for (const host of hosts) indexer.add(host);
+  return indexer.index;
+}
+
+/**
+ * Builds the index of indexHostsByMac one host at a time, so that hosts parsed one by one
+ * (forEachJsonListItem) can be dropped as soon as they are indexed.
+ */
+export class HostMacIndexer {
+  readonly index = new Map<string, HostMacEntry>();
   // One host's MACs in first-seen order with the first NIC IP for each; reused across hosts
   // (a host has a handful of MACs, so a linear search beats a map per host).
-  const macs: string[] = [];
-  const nicIps: (string | undefined)[] = [];
-  const wanted = (mac: string | null): mac is string =>
-    mac !== null && (only === undefined || only.has(mac)) && !index.has(mac);
+  private readonly macs: string[] = [];
+  private readonly nicIps: (string | undefined)[] = [];
 
-  for (const host of hosts) {
+  /** @param only when given, just these (normalised) MACs are indexed. */
+  constructor(private readonly only?: ReadonlySet<string>) {}
+
+  add(host: BareMetalHost): void {
+    const { macs, nicIps, index } = this;
     macs.length = 0;
     nicIps.length = 0;
     const boot = host.spec?.bootMACAddress ? normaliseMac(host.spec.bootMACAddress) : null;
-    if (wanted(boot)) {
+    if (this.wanted(boot)) {
       macs.push(boot);
       nicIps.push(undefined);
     }
     for (const nic of host.status?.hardware?.nics ?? []) {
       const mac = nic.mac ? normaliseMac(nic.mac) : null;
-      if (!wanted(mac)) continue;
+      if (!this.wanted(mac)) continue;
       const ip = nic.ip?.trim() || undefined;
       const seen = macs.indexOf(mac);
       if (seen === -1) {
@@ -49,7 +61,7 @@ export function indexHostsByMac(
         nicIps.push(ip);
       } else if (nicIps[seen] === undefined) nicIps[seen] = ip;
     }
-    if (macs.length === 0) continue;
+    if (macs.length === 0) return;
     const name = host.metadata.namespace
       ? `${host.metadata.namespace}/${host.metadata.name}`
       : host.metadata.name;
@@ -58,7 +70,10 @@ export function indexHostsByMac(
       index.set(macs[i]!, nicIp === undefined ? { host: name } : { host: name, nicIp });
     }
   }
-  return index;
+
+  private wanted(mac: string | null): mac is string {
+    return mac !== null && (this.only === undefined || this.only.has(mac)) && !this.index.has(mac);
+  }
 }
 
 /** The NIC address of an index entry when it is a valid IP address. */

@@ -1,7 +1,7 @@
 import { BpaError, invalid } from '../errors.js';
 import type { NodeRole } from '../schemas/node.js';
 import type { ProvisioningSpec } from '../schemas/provisioning.js';
-import { requireMac } from './mac.js';
+import { normaliseMac, requireMac } from './mac.js';
 
 /** One node of the cluster before its IP is known. */
 export interface PlannedNode {
@@ -114,4 +114,17 @@ export function planNodes(spec: ProvisioningSpec): NodePlan {
     byMac.set(mac, node);
   }
   return { nodes, workerOrder };
+}
+
+/**
+ * The normalised MACs a Provisioning names, without applying the node rules (planNodes does,
+ * later): what a hosts index needs to hold for this cluster. Malformed MACs are left out.
+ */
+export function nodeMacsOf(spec: ProvisioningSpec): Set<string> {
+  const macs = new Set<string>();
+  for (const entry of [...(spec.masters ?? []), ...(spec.workers ?? [])]) {
+    const mac = normaliseMac(macText(entryOf(entry)[1]));
+    if (mac !== null) macs.add(mac);
+  }
+  return macs;
 }

@@ -24,6 +24,11 @@ export interface ResolvedCluster {
 export interface ResolutionInput {
   /** BareMetalHosts (bare-metal path). */
   hosts?: readonly BareMetalHost[];
+  /**
+   * Instead of `hosts`: their MAC index, already built (indexHostsFile) for at least the
+   * nodes' MACs (nodeMacsOf).
+   */
+  hostsByMac?: ReadonlyMap<string, HostMacEntry>;
   /** A parsed DHCP lease file, when one is configured. */
   leases?: LeaseIndex;
   /** Pods (Virtlet path). */
@@ -40,7 +45,12 @@ export function resolveCluster(provisioning: Provisioning, input: ResolutionInpu
   const nodes =
     clusterType === 'virtlet-vm'
       ? resolveVirtletNodes(plan, indexVirtletVmsByMac(input.pods ?? []))
-      : resolveBareMetalNodes(plan, indexNodeHosts(plan, input.hosts ?? []), input.leases, input.ipSources);
+      : resolveBareMetalNodes(
+          plan,
+          input.hostsByMac ?? indexNodeHosts(plan, input.hosts ?? []),
+          input.leases,
+          input.ipSources,
+        );
   return { cluster, clusterType, nodes, workerOrder: plan.workerOrder };
 }
 

@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { fastBareMetalHost } from '../../../shared/core/bare-metal-host-fast.js';
-import { validateObjects } from '../../../shared/core/documents.js';
+import { parseObjects, validateObjects } from '../../../shared/core/documents.js';
 import { indexHostsByMac } from '../../../shared/core/host-index.js';
+import { indexHostsFile } from '../../../shared/core/hosts-file.js';
+import { stringify } from 'yaml';
 import { bareMetalHostSchema, type BareMetalHost } from '../../../shared/schemas/bare-metal-host.js';
 
 /** Values that are right for a field, wrong for it, or odd (undefined, null, arrays). */
@@ -115,5 +117,66 @@ describe('indexHostsByMac with only the nodes MACs', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('indexHostsFile', () => {
+  /** The general path: every object parsed, validated, then indexed. */
+  const general = (text: string, only?: ReadonlySet<string>) =>
+    indexHostsByMac(validateObjects(parseObjects(text), bareMetalHostSchema), only);
+  const outcome = (read: () => Map<string, unknown>) => {
+    try {
+      return { index: [...read()] };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  };
+  const asList = (hosts: unknown[], indent?: number) =>
+    JSON.stringify(
+      { apiVersion: 'metal3.io/v1alpha1', kind: 'BareMetalHostList', items: hosts },
+      null,
+      indent,
+    );
+  const only = new Set(['08:00:27:00:ab:01', '08:00:27:00:ab:03']);
+
+  it('gives the index and the errors of the general path, in every file form', () => {
+    let streamable = 0;
+    // Well-formed hosts most of the time, so that whole Lists of them (the fast path) come up.
+    const wellFormed = host.filter(
+      (h) => h !== undefined && fastBareMetalHost(JSON.parse(JSON.stringify(h))) !== undefined,
+    );
+    const mostlyWellFormed = fc.oneof({ weight: 4, arbitrary: wellFormed }, { weight: 1, arbitrary: host });
+    const forms = fc.constantFrom(
+      (hosts: unknown[]) => asList(hosts),
+      (hosts: unknown[]) => asList(hosts, 4),
+      (hosts: unknown[]) => JSON.stringify(hosts),
+      (hosts: unknown[]) => hosts.map((h) => stringify(h)).join('---\n'),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(mostlyWellFormed, { minLength: 1, maxLength: 5 }),
+        forms,
+        fc.boolean(),
+        (hosts, form, narrow) => {
+          // JSON has no undefined: what a file can hold is what JSON.stringify keeps.
+          const values = JSON.parse(JSON.stringify(hosts)) as unknown[];
+          const text = form(values);
+          const wanted = narrow ? only : undefined;
+          if (text.startsWith('{') && values.every((h) => fastBareMetalHost(h) !== undefined)) streamable++;
+          expect(outcome(() => indexHostsFile(text, wanted))).toEqual(outcome(() => general(text, wanted)));
+        },
+      ),
+      { numRuns: 1500 },
+    );
+    // Lists of well-formed hosts, which take the host-by-host path, must be among them.
+    expect(streamable).toBeGreaterThan(100);
+  });
+
+  it('names the bad host of a JSON List as the general path does', () => {
+    const text = asList([
+      { metadata: { name: 'a' } },
+      { metadata: { name: 'b' }, spec: { bootMACAddress: 7 } },
+    ]);
+    expect(() => indexHostsFile(text)).toThrow('item 2 (b): spec.bootMACAddress:');
   });
 });

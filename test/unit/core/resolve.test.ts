@@ -1,5 +1,5 @@
 import { BpaError } from '../../../shared/errors.js';
-import { planNodes } from '../../../shared/core/node-plan.js';
+import { nodeMacsOf, planNodes } from '../../../shared/core/node-plan.js';
 import { parseLeases } from '../../../shared/core/leases.js';
 import { resolveCluster } from '../../../shared/core/resolve.js';
 import type { BareMetalHost } from '../../../shared/schemas/bare-metal-host.js';
@@ -33,6 +33,19 @@ function errorOf(fn: () => unknown): BpaError {
 
 describe('planNodes', () => {
   const spec = (s: object) => s as ProvisioningSpec;
+
+  it('names no MAC that nodeMacsOf leaves out (the hosts index is built from those)', () => {
+    const s = spec({
+      masters: [
+        { m1: { 'mac-address': ` ${mac(1).toUpperCase()} ` } },
+        { m2: { 'mac-address': mac(2).replaceAll(':', '-') } },
+      ],
+      workers: [{ m1: null }, { w1: { 'mac-address': mac(3) } }, { w2: { 'mac-address': 'not-a-mac' } }],
+    });
+    expect([...nodeMacsOf(s)]).toEqual([mac(1), mac(2), mac(3)]);
+    const valid = spec({ ...s, workers: [{ m1: null }, { w1: { 'mac-address': mac(3) } }] });
+    for (const node of planNodes(valid).nodes) expect(nodeMacsOf(valid).has(node.mac)).toBe(true);
+  });
 
   it('makes every master a worker when workers are absent or empty', () => {
     for (const workers of [undefined, null, []]) {
