@@ -7,7 +7,7 @@ import { ConcurrencyLimiter } from './concurrency.js';
 import type { BrokerEvents, DeliveryRecord } from './delivery-record.js';
 import { deliverToTrigger, ttlExtension, type DispatcherDeps, type IngestResult } from './dispatcher.js';
 import type { BrokerEvent } from './event-codec.js';
-import { createAgents } from './http-sender.js';
+import { createAgents, destroyAgents } from './http-sender.js';
 import { createIngressHandler } from './ingress.js';
 import { loadBrokerConfig, type RefResolver, type ResolvedBroker } from './load-config.js';
 import { createBrokerMetrics } from './metrics.js';
@@ -74,49 +74,49 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
   const shutdown = new AbortController();
   // Every pending request and backoff listens for shutdown.
   setMaxListeners(0, shutdown.signal);
-  const inFlight = new Set<Promise<void>>();
   let baseUrl = '';
 
   const ingressUrl = (broker: { namespace: string; name: string }) =>
     `${baseUrl}/${broker.namespace}/${broker.name}`;
 
+  // Deliveries in flight, counted rather than kept: close() waits for the count to reach zero.
+  let inFlight = 0;
+  let drainWaiters: (() => void)[] = [];
+  const deliveryDone = () => {
+    inFlight -= 1;
+    if (inFlight === 0) {
+      const waiters = drainWaiters;
+      drainWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  };
+  const drained = () =>
+    inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => drainWaiters.push(resolve));
+
   const ingest = (broker: ResolvedBroker, incoming: BrokerEvent, trace: TraceContext): IngestResult => {
     const ttl = nextTtl(incoming.attributes[ttlExtension]);
-    // Filters and subscribers see the event without the TTL; the broker keeps it (for replies).
-    const withoutTtl: Record<string, string> = {};
-    for (const name in incoming.attributes) {
-      if (name !== ttlExtension) withoutTtl[name] = incoming.attributes[name]!;
-    }
-    withoutTtl.knativearrivaltime = new Date().toISOString();
-    const filtered: BrokerEvent = incoming.data
-      ? { attributes: withoutTtl, data: incoming.data }
-      : { attributes: withoutTtl };
-    const event: BrokerEvent = {
-      ...filtered,
-      attributes: { ...withoutTtl, [ttlExtension]: String(ttl) },
-    };
-    const labels = {
-      kn_broker_namespace: broker.namespace,
-      kn_broker_name: broker.name,
-      cloudevents_type: event.attributes.type ?? '',
-    };
+    const type = incoming.attributes.type ?? '';
     if (ttl <= 0) {
-      metrics.ingressEvents.inc({ ...labels, http_response_status_code: '400' });
+      metrics.ingressEvents.series(broker.namespace, broker.name, type, '400').inc();
       log.info('event dropped: TTL exhausted', {
         broker: `${broker.namespace}/${broker.name}`,
-        eventId: event.attributes.id,
+        eventId: incoming.attributes.id,
       });
       return { status: 400, reason: 'TTL exhausted' };
     }
-    metrics.ingressEvents.inc({ ...labels, http_response_status_code: '202' });
+    // Filters and subscribers see the event without the TTL; the broker keeps the TTL beside it
+    // (for replies and dead letters).
+    const attributes: Record<string, string> = {};
+    for (const name in incoming.attributes) {
+      if (name !== ttlExtension) attributes[name] = incoming.attributes[name]!;
+    }
+    attributes.knativearrivaltime = new Date().toISOString();
+    const event: BrokerEvent = incoming.data ? { attributes, data: incoming.data } : { attributes };
+    metrics.ingressEvents.series(broker.namespace, broker.name, type, '202').inc();
     for (const trigger of broker.triggers) {
-      if (trigger.filter(filtered) === 'fail') continue;
-      const delivery = deliverToTrigger(dispatcherDeps, broker, trigger, event, trace, filtered).catch(
-        (error: unknown) =>
-          log.error('delivery failed unexpectedly', { trigger: trigger.name, error: String(error) }),
-      );
-      inFlight.add(delivery);
-      void delivery.finally(() => inFlight.delete(delivery));
+      if (trigger.filter(event) === 'fail') continue;
+      inFlight += 1;
+      void deliverToTrigger(dispatcherDeps, broker, trigger, event, String(ttl), trace).then(deliveryDone);
     }
     return { status: 202 };
   };
@@ -128,6 +128,7 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
     signal: shutdown.signal,
     log,
     emit: (record) => emitter.emit('delivery', record),
+    recordsWanted: () => emitter.listenerCount('delivery') > 0,
     ingest,
     ingressUrl,
   };
@@ -137,12 +138,7 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
     ingest,
     registry: metrics.registry,
     countRejected: (namespace, name, status) =>
-      metrics.ingressEvents.inc({
-        kn_broker_namespace: namespace,
-        kn_broker_name: name,
-        cloudevents_type: '',
-        http_response_status_code: String(status),
-      }),
+      metrics.ingressEvents.series(namespace, name, '', String(status)).inc(),
     log,
   });
   const server = http.createServer({ keepAliveTimeout: 65_000 }, (request, response) => {
@@ -171,20 +167,19 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
       server.closeIdleConnections();
       const drainTimeout = options.drainTimeoutMs ?? 5000;
       const deadline = Date.now() + drainTimeout;
-      while (inFlight.size > 0 && Date.now() < deadline) {
+      if (inFlight > 0) {
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
-          Promise.allSettled([...inFlight]),
+          drained(),
           new Promise((resolve) => (timer = setTimeout(resolve, Math.max(deadline - Date.now(), 0)))),
         ]);
         clearTimeout(timer);
       }
-      if (inFlight.size > 0) log.warn('aborting in-flight deliveries', { count: inFlight.size });
+      if (inFlight > 0) log.warn('aborting in-flight deliveries', { count: inFlight });
       shutdown.abort();
-      await Promise.allSettled([...inFlight]);
+      await drained();
       server.closeAllConnections();
-      agents.http.destroy();
-      agents.https.destroy();
+      destroyAgents(agents);
       await serverClosed;
     })();
     return closing;
@@ -197,7 +192,7 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
     registry: metrics.registry,
     on: (_event, listener) => void emitter.on('delivery', listener),
     off: (_event, listener) => void emitter.off('delivery', listener),
-    inFlight: () => inFlight.size,
+    inFlight: () => inFlight,
     close,
   };
 }

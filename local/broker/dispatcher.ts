@@ -31,6 +31,8 @@ export interface DispatcherDeps {
   signal: AbortSignal;
   log: Logger;
   emit: (record: DeliveryRecord) => void;
+  /** Whether anyone reads delivery records; when nobody does, none are built. */
+  recordsWanted: () => boolean;
   /** Re-publishes a reply into a broker (the ingress path without HTTP). */
   ingest: (broker: ResolvedBroker, event: BrokerEvent, trace: TraceContext) => IngestResult;
   ingressUrl: (broker: ResolvedBroker) => string;
@@ -130,36 +132,27 @@ export function deadLetterEvent(
   };
 }
 
-/**
- * Delivers one event to one Trigger's subscriber: attempts with Knative's retry set and backoff,
- * a per-attempt timeout, `Prefer: reply`, `Kn-Namespace` and trace headers; a reply re-enters the
- * broker; a final failure goes to the dead-letter sink (same retry policy) or is dropped.
- * `brokerEvent` is the event as it entered the broker (with its TTL); the subscriber never sees the TTL.
- */
 /** One POST under the broker's concurrency limit, with the delivery's per-attempt timeout. */
-function postUnderLimit(
+async function postUnderLimit(
   target: URL,
   headers: Record<string, string>,
-  body: Parameters<typeof postMessage>[1]['body'],
+  body: Buffer,
   delivery: ResolvedDelivery,
   deps: DispatcherDeps,
 ): Promise<SendOutcome> {
-  const send = () =>
-    postMessage(
-      target,
-      {
-        headers,
-        body,
-        signal: deps.signal,
-        ...(delivery.timeoutMs !== undefined ? { timeoutMs: delivery.timeoutMs } : {}),
-      },
-      deps.agents,
-    ).then((outcome) => {
-      deps.limiter.release();
-      return outcome;
-    });
   // With a free slot the request starts now, in the caller's tick (before the ingress answers).
-  return deps.limiter.tryAcquire() ? send() : deps.limiter.acquire().then(send);
+  if (!deps.limiter.tryAcquire()) await deps.limiter.acquire();
+  try {
+    return await postMessage(
+      target,
+      delivery.timeoutMs !== undefined
+        ? { headers, body, signal: deps.signal, timeoutMs: delivery.timeoutMs }
+        : { headers, body, signal: deps.signal },
+      deps.agents,
+    );
+  } finally {
+    deps.limiter.release();
+  }
 }
 
 const targetUrls = new Map<string, URL>();
@@ -173,45 +166,68 @@ function targetUrl(url: string): URL {
   return parsed;
 }
 
+/** The event as the broker holds it: with its TTL (what dead-letter sinks and replies get). */
+export function withTtl(event: BrokerEvent, ttl: string | undefined): BrokerEvent {
+  if (ttl === undefined) return event;
+  const attributes = { ...event.attributes, [ttlExtension]: ttl };
+  return event.data ? { attributes, data: event.data } : { attributes };
+}
+
+/**
+ * Delivers one event to one Trigger's subscriber: attempts with Knative's retry set and backoff,
+ * a per-attempt timeout, `Prefer: reply`, `Kn-Namespace` and trace headers; a reply re-enters the
+ * broker; a final failure goes to the dead-letter sink (same retry policy) or is dropped.
+ * `event` is what the subscriber gets (without the TTL); `ttl` is the broker's TTL for it.
+ * Never rejects.
+ */
 export async function deliverToTrigger(
   deps: DispatcherDeps,
   broker: ResolvedBroker,
   trigger: ResolvedTrigger,
-  brokerEvent: BrokerEvent,
+  event: BrokerEvent,
+  ttl: string | undefined,
   trace: TraceContext,
-  /** `brokerEvent` without the TTL, when the caller already has it. */
-  withoutTtl?: BrokerEvent,
+): Promise<void> {
+  try {
+    await deliver(deps, broker, trigger, event, ttl, trace);
+  } catch (error) {
+    deps.log.error('delivery failed unexpectedly', { trigger: trigger.name, error: String(error) });
+  }
+}
+
+async function deliver(
+  deps: DispatcherDeps,
+  broker: ResolvedBroker,
+  trigger: ResolvedTrigger,
+  event: BrokerEvent,
+  ttl: string | undefined,
+  trace: TraceContext,
 ): Promise<void> {
   const { delivery } = trigger;
-  const ttl = brokerEvent.attributes[ttlExtension];
-  const toSubscriber = withoutTtl ?? withoutAttribute(brokerEvent, ttlExtension);
-  const message = messageFor(toSubscriber, delivery);
+  const eventType = event.attributes.type ?? '';
+  // A fresh object per event: the routing headers are added to it in place.
+  const { headers, body } = messageFor(event, delivery);
   const outgoingTrace = childTraceContext(trace);
-  const headers = {
-    ...message.headers,
-    prefer: 'reply',
-    'kn-namespace': trigger.namespace,
-    ...traceHeaders(outgoingTrace),
-  };
+  headers.prefer = 'reply';
+  headers['kn-namespace'] = trigger.namespace;
+  headers.traceparent = outgoingTrace.traceparent;
+  if (outgoingTrace.tracestate) headers.tracestate = outgoingTrace.tracestate;
   const target = targetUrl(trigger.subscriberUrl);
-  const baseRecord = {
+  /** What every delivery record of this event says; built only when someone reads records. */
+  const baseRecord = () => ({
     broker: `${broker.namespace}/${broker.name}`,
     trigger: trigger.name,
     triggerNamespace: trigger.namespace,
-    eventType: brokerEvent.attributes.type ?? '',
-    eventId: brokerEvent.attributes.id ?? '',
-    ...(brokerEvent.attributes.subject !== undefined ? { subject: brokerEvent.attributes.subject } : {}),
+    eventType,
+    eventId: event.attributes.id ?? '',
+    ...(event.attributes.subject !== undefined ? { subject: event.attributes.subject } : {}),
     target: trigger.subscriberUrl,
-  };
-  const labels = {
-    kn_broker_namespace: broker.namespace,
-    kn_broker_name: broker.name,
-    kn_trigger_name: trigger.name,
-    cloudevents_type: baseRecord.eventType,
-  };
-  const report = (record: DeliveryRecord) => {
-    deps.metrics.deliveryOutcomes.inc({ ...labels, outcome: record.outcome });
-    deps.emit(record);
+  });
+  const report = (outcome: DeliveryRecord['outcome'], record: () => DeliveryRecord) => {
+    deps.metrics.deliveryOutcomes
+      .series(broker.namespace, broker.name, trigger.name, eventType, outcome)
+      .inc();
+    if (deps.recordsWanted()) deps.emit(record());
   };
 
   let last: (AttemptResult & { ok: false }) | undefined;
@@ -221,33 +237,32 @@ export async function deliverToTrigger(
     if (attempt > 1 && !(await sleep(backoffMs(delivery, attempt - 1), deps.signal))) break;
     if (deps.signal.aborted) break;
     const started = performance.now();
-    const outcome = await postUnderLimit(target, headers, message.body, delivery, deps);
+    const outcome = await postUnderLimit(target, headers, body, delivery, deps);
     const latencyMs = performance.now() - started;
     const result = judge(outcome);
-    deps.metrics.dispatchDuration.observe(
-      { ...labels, http_response_status_code: String(result.status ?? 500) },
-      latencyMs / 1000,
-    );
+    deps.metrics.dispatchDuration
+      .series(broker.namespace, broker.name, trigger.name, eventType, String(result.status ?? 500))
+      .observe(latencyMs / 1000);
     if (result.ok) {
-      report({
-        ...baseRecord,
+      report('delivered', () => ({
+        ...baseRecord(),
         attempt,
         status: result.status,
         latencyMs,
         outcome: 'delivered',
         replied: !!result.reply,
-      });
+      }));
       if (result.reply) {
         await forwardReply(
           deps,
           broker,
           trigger,
-          brokerEvent,
+          withTtl(event, ttl),
           result.reply,
           ttl,
           result.replyTrace ?? outgoingTrace,
           {
-            ...baseRecord,
+            ...baseRecord(),
             attempt,
           },
         );
@@ -258,14 +273,14 @@ export async function deliverToTrigger(
     lastAttempt = attempt;
     lastLatency = latencyMs;
     if (attempt <= delivery.retry && isRetryable(result.status === null ? null : result.effectiveCode)) {
-      report({
-        ...baseRecord,
+      report('retry', () => ({
+        ...baseRecord(),
         attempt,
         status: result.status,
         latencyMs,
         outcome: 'retry',
         reason: result.reason,
-      });
+      }));
       continue;
     }
     break;
@@ -274,37 +289,49 @@ export async function deliverToTrigger(
   if (!last) {
     deps.log.warn('delivery abandoned: broker is shutting down', {
       trigger: trigger.name,
-      eventId: baseRecord.eventId,
+      eventId: event.attributes.id ?? '',
     });
     return;
   }
-  const finalRecord = { ...baseRecord, attempt: lastAttempt, status: last.status, latencyMs: lastLatency };
+  const failed = last;
+  const finalRecord = () => ({
+    ...baseRecord(),
+    attempt: lastAttempt,
+    status: failed.status,
+    latencyMs: lastLatency,
+  });
   if (deps.signal.aborted) {
-    report({ ...finalRecord, outcome: 'dropped', reason: `${last.reason}; broker shutting down` });
+    report('dropped', () => ({
+      ...finalRecord(),
+      outcome: 'dropped',
+      reason: `${failed.reason}; broker shutting down`,
+    }));
     return;
   }
   const deadLettered = await sendToDeadLetterSink(
     deps,
     delivery,
-    deadLetterEvent(brokerEvent, trigger.subscriberUrl, last.effectiveCode, last.errorBody),
+    deadLetterEvent(withTtl(event, ttl), trigger.subscriberUrl, failed.effectiveCode, failed.errorBody),
     outgoingTrace,
   );
   if (deadLettered === 'sent') {
-    report({ ...finalRecord, outcome: 'dead-lettered', reason: last.reason });
+    report('dead-lettered', () => ({ ...finalRecord(), outcome: 'dead-lettered', reason: failed.reason }));
   } else {
     deps.log.warn('event dropped after failed delivery', {
       trigger: `${trigger.namespace}/${trigger.name}`,
-      eventId: baseRecord.eventId,
-      eventType: baseRecord.eventType,
-      reason: last.reason,
+      eventId: event.attributes.id ?? '',
+      eventType,
+      reason: failed.reason,
       deadLetterSink: deadLettered,
     });
-    report({
-      ...finalRecord,
+    report('dropped', () => ({
+      ...finalRecord(),
       outcome: 'dropped',
       reason:
-        deadLettered === 'none' ? last.reason : `${last.reason}; dead-letter sink failed: ${deadLettered}`,
-    });
+        deadLettered === 'none'
+          ? failed.reason
+          : `${failed.reason}; dead-letter sink failed: ${deadLettered}`,
+    }));
   }
 }
 
@@ -333,13 +360,15 @@ async function forwardReply(
     deadLetterEvent(original, ingress, result.status, Buffer.alloc(0)),
     replyTrace,
   );
-  deps.metrics.deliveryOutcomes.inc({
-    kn_broker_namespace: broker.namespace,
-    kn_broker_name: broker.name,
-    kn_trigger_name: trigger.name,
-    cloudevents_type: record.eventType,
-    outcome: deadLettered === 'sent' ? 'dead-lettered' : 'dropped',
-  });
+  deps.metrics.deliveryOutcomes
+    .series(
+      broker.namespace,
+      broker.name,
+      trigger.name,
+      record.eventType,
+      deadLettered === 'sent' ? 'dead-lettered' : 'dropped',
+    )
+    .inc();
   deps.emit({
     ...record,
     target: ingress,

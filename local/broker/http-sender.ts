@@ -1,5 +1,6 @@
-import http from 'node:http';
+import type http from 'node:http';
 import https from 'node:https';
+import { Http1Pool } from './http1-client.js';
 
 /** What one POST produced: a response, or a connection-level failure (refused, reset, timeout). */
 export type SendOutcome =
@@ -17,14 +18,34 @@ export interface SendOptions {
   maxResponseBytes?: number;
 }
 
-/** Keep-alive agents so a busy trigger reuses connections like Knative's pooled transport. */
+/**
+ * Keep-alive connection pools so a busy trigger reuses connections like Knative's pooled
+ * transport: `http1` (the broker's own client) for `http:` targets, an https.Agent for `https:`.
+ */
 export function createAgents(maxSockets = 256) {
   return {
-    http: new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets }),
+    http1: new Http1Pool(),
     https: new https.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets }),
   };
 }
 export type Agents = ReturnType<typeof createAgents>;
+
+/** Closes the pools; requests still in flight fail with `reason`. */
+export function destroyAgents(agents: Agents, reason = abortedMessage): void {
+  agents.http1.destroy(reason);
+  agents.https.destroy();
+}
+
+const abortedMessage = 'delivery aborted: broker is shutting down';
+/** Signals already wired to fail their pool's requests when they abort. */
+const wiredSignals = new WeakMap<AbortSignal, WeakSet<Http1Pool>>();
+function abortPoolWith(signal: AbortSignal, pool: Http1Pool): void {
+  let pools = wiredSignals.get(signal);
+  if (!pools) wiredSignals.set(signal, (pools = new WeakSet()));
+  if (pools.has(pool)) return;
+  pools.add(pool);
+  signal.addEventListener('abort', () => pool.destroy(abortedMessage), { once: true });
+}
 
 const targetOptions = new WeakMap<URL, http.RequestOptions>();
 /** Host, port and path of a target, worked out once per URL rather than per request. */
@@ -47,6 +68,15 @@ function optionsFor(url: URL): http.RequestOptions {
 
 /** POSTs a message and collects the whole response; never rejects. */
 export function postMessage(url: URL, options: SendOptions, agents: Agents): Promise<SendOutcome> {
+  if (options.signal?.aborted) return Promise.resolve({ kind: 'error', message: abortedMessage });
+  if (url.protocol === 'http:') {
+    // One listener per signal and pool, not one per request.
+    if (options.signal) abortPoolWith(options.signal, agents.http1);
+    return agents.http1.post(url, options.headers, options.body, {
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.maxResponseBytes !== undefined ? { maxResponseBytes: options.maxResponseBytes } : {}),
+    });
+  }
   return new Promise((resolve) => {
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
@@ -57,18 +87,17 @@ export function postMessage(url: URL, options: SendOptions, agents: Agents): Pro
       options.signal?.removeEventListener('abort', onAbort);
       resolve(outcome);
     };
-    const secure = url.protocol === 'https:';
-    const request = (secure ? https : http).request({
+    const request = https.request({
       ...optionsFor(url),
       method: 'POST',
-      agent: secure ? agents.https : agents.http,
+      agent: agents.https,
       headers: { ...options.headers, 'content-length': String(options.body.length) },
     });
     const onAbort = () => {
-      request.destroy(new Error('delivery aborted: broker is shutting down'));
+      request.destroy(new Error(abortedMessage));
     };
     if (options.signal?.aborted) {
-      finish({ kind: 'error', message: 'delivery aborted: broker is shutting down' });
+      finish({ kind: 'error', message: abortedMessage });
       return;
     }
     options.signal?.addEventListener('abort', onAbort, { once: true });

@@ -1,5 +1,5 @@
 import { encodeBinary, type BrokerEvent } from '../broker/event-codec.js';
-import { createAgents, postMessage, type Agents } from '../broker/http-sender.js';
+import { createAgents, destroyAgents, postMessage, type Agents } from '../broker/http-sender.js';
 import { sleep } from '../broker/concurrency.js';
 
 /**
@@ -48,7 +48,6 @@ export class SinkSender {
 
   close(): void {
     this.shutdown.abort();
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    destroyAgents(this.agents);
   }
 }
