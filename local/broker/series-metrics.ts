@@ -118,17 +118,18 @@ export class SeriesHistogram extends SeriesMetric<HistogramSeries> {
   get() {
     const values: MetricValue[] = [];
     for (const series of this.all()) {
+      // `le` first, as prom-client prints it.
       let cumulative = 0;
       this.upperBounds.forEach((bound, slot) => {
         cumulative += series.counts[slot]!;
         values.push({
-          labels: { ...series.labels, le: String(bound) },
+          labels: { le: String(bound), ...series.labels },
           value: cumulative,
           metricName: `${this.name}_bucket`,
         });
       });
       values.push({
-        labels: { ...series.labels, le: '+Inf' },
+        labels: { le: '+Inf', ...series.labels },
         value: series.count,
         metricName: `${this.name}_bucket`,
       });
