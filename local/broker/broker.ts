@@ -116,7 +116,13 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
     for (const trigger of broker.triggers) {
       if (trigger.filter(event) === 'fail') continue;
       inFlight += 1;
-      void deliverToTrigger(dispatcherDeps, broker, trigger, event, String(ttl), trace).then(deliveryDone);
+      void deliverToTrigger(dispatcherDeps, broker, trigger, event, String(ttl), trace).then(
+        deliveryDone,
+        (error: unknown) => {
+          log.error('delivery failed unexpectedly', { trigger: trigger.name, error: String(error) });
+          deliveryDone();
+        },
+      );
     }
     return { status: 202 };
   };
@@ -142,11 +148,13 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
     log,
   });
   const server = http.createServer({ keepAliveTimeout: 65_000 }, (request, response) => {
-    handler(request, response).catch((error: unknown) => {
+    try {
+      handler(request, response);
+    } catch (error) {
       log.error('ingress handler failed', { error: String(error) });
       if (!response.headersSent) response.writeHead(500);
       response.end();
-    });
+    }
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

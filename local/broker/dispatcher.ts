@@ -132,27 +132,34 @@ export function deadLetterEvent(
   };
 }
 
-/** One POST under the broker's concurrency limit, with the delivery's per-attempt timeout. */
-async function postUnderLimit(
+/**
+ * One POST under the broker's concurrency limit, with the delivery's per-attempt timeout. With
+ * a free slot the request starts now, in the caller's tick (before the ingress answers), and
+ * no promise is made beyond the request's own.
+ */
+function postUnderLimit(
   target: URL,
   headers: Record<string, string>,
   body: Buffer,
   delivery: ResolvedDelivery,
   deps: DispatcherDeps,
 ): Promise<SendOutcome> {
-  // With a free slot the request starts now, in the caller's tick (before the ingress answers).
-  if (!deps.limiter.tryAcquire()) await deps.limiter.acquire();
-  try {
-    return await postMessage(
+  const send = () =>
+    postMessage(
       target,
       delivery.timeoutMs !== undefined
         ? { headers, body, signal: deps.signal, timeoutMs: delivery.timeoutMs }
         : { headers, body, signal: deps.signal },
       deps.agents,
     );
-  } finally {
-    deps.limiter.release();
-  }
+  // The caller releases the slot when the outcome is in (releaseAfter).
+  return deps.limiter.tryAcquire() ? send() : deps.limiter.acquire().then(send);
+}
+
+/** Gives the concurrency slot back once a POST has its outcome. */
+function releaseAfter(deps: DispatcherDeps, outcome: SendOutcome): SendOutcome {
+  deps.limiter.release();
+  return outcome;
 }
 
 const targetUrls = new Map<string, URL>();
@@ -178,24 +185,9 @@ export function withTtl(event: BrokerEvent, ttl: string | undefined): BrokerEven
  * a per-attempt timeout, `Prefer: reply`, `Kn-Namespace` and trace headers; a reply re-enters the
  * broker; a final failure goes to the dead-letter sink (same retry policy) or is dropped.
  * `event` is what the subscriber gets (without the TTL); `ttl` is the broker's TTL for it.
- * Never rejects.
+ * Rejects only on a bug (say, a delivery listener that throws); the broker logs that.
  */
 export async function deliverToTrigger(
-  deps: DispatcherDeps,
-  broker: ResolvedBroker,
-  trigger: ResolvedTrigger,
-  event: BrokerEvent,
-  ttl: string | undefined,
-  trace: TraceContext,
-): Promise<void> {
-  try {
-    await deliver(deps, broker, trigger, event, ttl, trace);
-  } catch (error) {
-    deps.log.error('delivery failed unexpectedly', { trigger: trigger.name, error: String(error) });
-  }
-}
-
-async function deliver(
   deps: DispatcherDeps,
   broker: ResolvedBroker,
   trigger: ResolvedTrigger,
@@ -237,7 +229,7 @@ async function deliver(
     if (attempt > 1 && !(await sleep(backoffMs(delivery, attempt - 1), deps.signal))) break;
     if (deps.signal.aborted) break;
     const started = performance.now();
-    const outcome = await postUnderLimit(target, headers, body, delivery, deps);
+    const outcome = releaseAfter(deps, await postUnderLimit(target, headers, body, delivery, deps));
     const latencyMs = performance.now() - started;
     const result = judge(outcome);
     deps.metrics.dispatchDuration
@@ -393,7 +385,7 @@ async function sendToDeadLetterSink(
   let failure = 'not attempted';
   for (let attempt = 1; attempt <= delivery.retry + 1; attempt++) {
     if (attempt > 1 && !(await sleep(backoffMs(delivery, attempt - 1), deps.signal))) break;
-    const outcome = await postUnderLimit(target, headers, message.body, delivery, deps);
+    const outcome = releaseAfter(deps, await postUnderLimit(target, headers, message.body, delivery, deps));
     if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300) return 'sent';
     const status = outcome.kind === 'error' ? null : outcome.status;
     failure = outcome.kind === 'error' ? outcome.message : `dead-letter sink answered ${outcome.status}`;

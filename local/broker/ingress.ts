@@ -18,18 +18,25 @@ export interface IngressDeps {
   log: Logger;
 }
 
-function readBody(request: IncomingMessage, limit: number): Promise<Buffer | 'too-large'> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooLarge = false;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) tooLarge = true;
-      else chunks.push(chunk);
-    });
-    request.on('end', () => resolve(tooLarge ? 'too-large' : Buffer.concat(chunks)));
-    request.on('error', reject);
+/**
+ * Reads a request body up to `limit` bytes and calls `done` with it (or 'too-large'). Listeners
+ * rather than a promise: this runs once per event.
+ */
+function readBody(request: IncomingMessage, limit: number, done: (body: Buffer | 'too-large') => void): void {
+  let first: Buffer | undefined;
+  let chunks: Buffer[] | undefined;
+  let size = 0;
+  request.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > limit) return;
+    if (first === undefined) first = chunk;
+    else (chunks ??= [first]).push(chunk);
+  });
+  // A producer that goes away mid-body gets no answer; there is nobody to give one to.
+  request.on('error', () => undefined);
+  request.on('end', () => {
+    if (size > limit) done('too-large');
+    else done(chunks ? Buffer.concat(chunks) : (first ?? Buffer.alloc(0)));
   });
 }
 
@@ -47,11 +54,16 @@ const answerNextTurn = (response: ServerResponse) => {
  * exhausted → 400; else 202. `GET /metrics` serves Prometheus metrics on the same port.
  */
 export function createIngressHandler(deps: IngressDeps) {
-  return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+  return (request: IncomingMessage, response: ServerResponse): void => {
     const requestUri = request.url ?? '/';
     if (request.method === 'GET' && requestUri.split('?')[0] === '/metrics') {
-      response.writeHead(200, { 'content-type': deps.registry.contentType });
-      response.end(await deps.registry.metrics());
+      void deps.registry.metrics().then(
+        (text) => response.writeHead(200, { 'content-type': deps.registry.contentType }).end(text),
+        (error: unknown) => {
+          deps.log.error('metrics failed', { error: String(error) });
+          response.writeHead(500).end();
+        },
+      );
       return;
     }
     response.setHeader('Allow', 'POST, OPTIONS');
@@ -85,7 +97,25 @@ export function createIngressHandler(deps: IngressDeps) {
       response.writeHead(404).end();
       return;
     }
-    const body = await readBody(request, maxIngressBodyBytes);
+    readBody(request, maxIngressBodyBytes, (body) => {
+      try {
+        answerEvent(namespace, name, broker, request, response, body);
+      } catch (error) {
+        deps.log.error('ingress handler failed', { error: String(error) });
+        if (!response.headersSent) response.writeHead(500);
+        response.end();
+      }
+    });
+  };
+
+  function answerEvent(
+    namespace: string,
+    name: string,
+    broker: ResolvedBroker,
+    request: IncomingMessage,
+    response: ServerResponse,
+    body: Buffer | 'too-large',
+  ): void {
     if (body === 'too-large') {
       deps.countRejected(namespace, name, 413);
       response.writeHead(413).end();
@@ -114,5 +144,5 @@ export function createIngressHandler(deps: IngressDeps) {
     // the 202 and whatever the producer does on receiving it. The producer's round trip stays
     // the same (the bench prints both).
     setImmediate(answerNextTurn, response);
-  };
+  }
 }
