@@ -77,6 +77,13 @@ export function postMessage(url: URL, options: SendOptions, agents: Agents): Pro
       ...(options.maxResponseBytes !== undefined ? { maxResponseBytes: options.maxResponseBytes } : {}),
     });
   }
+  let target: http.RequestOptions;
+  try {
+    target = optionsFor(url);
+  } catch {
+    // WHATWG URL keeps a bare '%' in userinfo as it is; decoding it throws.
+    return Promise.resolve({ kind: 'error', message: 'URL credentials are not valid percent-encoding' });
+  }
   return new Promise((resolve) => {
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
@@ -88,7 +95,7 @@ export function postMessage(url: URL, options: SendOptions, agents: Agents): Pro
       resolve(outcome);
     };
     const request = https.request({
-      ...optionsFor(url),
+      ...target,
       method: 'POST',
       agent: agents.https,
       headers: { ...options.headers, 'content-length': String(options.body.length) },

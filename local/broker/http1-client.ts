@@ -165,7 +165,13 @@ function requestHead(
     head += `${name}: ${value}\r\n`;
   }
   if (url.username || url.password) {
-    const credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+    let credentials: string;
+    try {
+      credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+    } catch {
+      // WHATWG URL keeps a bare '%' in userinfo as it is.
+      return { kind: 'error', message: 'URL credentials are not valid percent-encoding' };
+    }
     head += `Authorization: Basic ${Buffer.from(credentials).toString('base64')}\r\n`;
   }
   return `${head}Content-Length: ${length}\r\nConnection: keep-alive\r\n\r\n`;
