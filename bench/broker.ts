@@ -17,7 +17,7 @@ const warmUpEvents = 3000;
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
-const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
 
 async function startTrivialSubscriber() {
   const receivedAt = new Map<string, number>();
