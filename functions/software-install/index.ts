@@ -18,7 +18,9 @@ import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../s
 import { softwareInstallConfigSchema, type SoftwareInstallConfig } from './config.js';
 import { installSoftware } from './install-software.js';
 import { softwareInstallMetrics } from './metrics.js';
-import { functionName, softwareTarget } from './software-status.js';
+import { SoftwareCondition, functionName, softwareRef, softwareTarget } from './software-status.js';
+import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { getCustomObject } from '../../shared/k8s/status-writer.js';
 import { announce, needsInstall, sweep } from './sweep.js';
 
@@ -49,10 +51,30 @@ async function handleEvent(
         throw invalid('MissingNamespace', `Software ${object.metadata.name} has no namespace in the event`);
       const live = await getCustomObject(clients, softwareTarget(namespace, object.metadata.name));
       if (!live) return undefined;
-      const outcome = await installSoftware(context, clients, live);
+      const outcome = await installRecordingFaults(context, clients, live);
       return 'event' in outcome ? outcome.event : undefined;
     }
   }
+}
+
+/**
+ * installSoftware; a transient fault (API hiccup) is recorded as Installed=Unknown with its
+ * reason before the 5xx, as the other functions do for their steps.
+ */
+function installRecordingFaults(
+  context: FunctionContext<SoftwareInstallConfig>,
+  clients: KubeClients,
+  live: StoredObject,
+) {
+  const ref = softwareRef(live);
+  return withRetryingCondition(
+    clients,
+    softwareTarget(ref.namespace, ref.name),
+    ref,
+    SoftwareCondition.installed,
+    context.log,
+    () => installSoftware(context, clients, live),
+  );
 }
 
 /** Every Software of the cluster in its namespace that still needs installing, one after another. */
@@ -70,7 +92,7 @@ async function onClusterReady(
   context.log.info('cluster ready', { cluster: data.cluster, softwares: waiting.length });
   const events: CloudEvent<unknown>[] = [];
   for (const item of waiting) {
-    const outcome = await installSoftware(context, clients, item);
+    const outcome = await installRecordingFaults(context, clients, item);
     if ('event' in outcome && outcome.event) events.push(outcome.event);
   }
   return announce(context, events);

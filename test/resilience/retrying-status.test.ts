@@ -2,14 +2,15 @@
  * API fault: a step that fails transiently answers 5xx (the broker retries) and, before that,
  * records on the Provisioning's status what is failing (`<step>=Unknown` with the fault's
  * reason), so a user sees it even when the broker gives up. Shown for inventory-render (its
- * ConfigMap writes answer 500) and kud-job-launch (its Job creates answer 500); host-lookup's
- * case is in dead-letter.test.ts.
+ * ConfigMap writes answer 500), kud-job-launch (its Job creates answer 500) and software-install
+ * (its SSH key Secret reads answer 500); host-lookup's case is in dead-letter.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { CloudEvent } from 'cloudevents';
 import { definition as inventoryRender } from '../../functions/inventory-render/index.js';
 import { definition as kudJobLaunch } from '../../functions/kud-job-launch/index.js';
+import { definition as softwareInstall } from '../../functions/software-install/index.js';
 import { postEvent } from '../../shared/cloudevents/sink-client.js';
 import { renderHostsIni } from '../../shared/core/inventory.js';
 import { sha256Hex } from '../../shared/core/hash.js';
@@ -19,7 +20,9 @@ import type { FunctionDefinition } from '../../shared/server/types.js';
 import { startFunctionServer, type RunningFunctionServer } from '../../shared/server/function-server.js';
 import { useTestCluster } from '../support/cluster.js';
 import { startApiProxy, type ApiProxy } from '../support/faults/api-proxy.js';
+import { sourceEvent } from '../integration/functions/support/chain-harness.js';
 import {
+  bpaGroup,
   conditionOf,
   createProvisioning,
   readProvisioning,
@@ -50,6 +53,7 @@ describe('a transient fault is on status before the 5xx', () => {
     proxy = await startApiProxy(cluster.kubeConfig);
     proxy.failNext((r) => r.method === 'POST' && r.url.includes('/configmaps'), 500, Infinity);
     proxy.failNext((r) => r.method === 'POST' && r.url.includes('/jobs'), 500, Infinity);
+    proxy.failNext((r) => r.method === 'GET' && r.url.includes('/secrets/'), 500, Infinity);
   });
 
   afterAll(async () => {
@@ -151,6 +155,54 @@ describe('a transient fault is on status before the 5xx', () => {
     );
     expect(condition).toEqual(
       expect.objectContaining({ status: 'Unknown', observedGeneration: stored.metadata.generation }),
+    );
+    expect(condition?.message).toMatch(/\(will be retried\)$/);
+  });
+
+  it('software-install: SSH key Secret reads failing → 503 and Installed=Unknown with the reason', async () => {
+    const server = await serve(softwareInstall);
+    const namespace = cluster.namespace;
+    // The cluster is ready (its ConfigMap exists), so the install goes on to read the SSH key.
+    await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
+      namespace,
+      body: {
+        metadata: { name: 'flaky-sw-configmap', labels: { cluster: 'flaky-sw' } },
+        data: { MASTER_m: '10.0.0.73' },
+      },
+    });
+    const softwares = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    const stored = (await softwares.createNamespacedCustomObject({
+      ...bpaGroup,
+      plural: 'softwares',
+      namespace,
+      body: {
+        apiVersion: 'bpa.akraino.org/v1alpha1',
+        kind: 'Software',
+        metadata: { name: 'flaky-sw', namespace, labels: { cluster: 'flaky-sw' } },
+        spec: { masterSoftware: ['htop'] },
+      },
+    })) as {
+      apiVersion: string;
+      kind: string;
+      metadata: { name: string; namespace: string; generation: number };
+    };
+    const response = await postEvent(server.url, sourceEvent('add', stored));
+    expect(response.status).toBe(503);
+    const read = (await softwares.getNamespacedCustomObject({
+      ...bpaGroup,
+      plural: 'softwares',
+      namespace,
+      name: 'flaky-sw',
+    })) as {
+      status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+    };
+    const condition = read.status?.conditions?.find((c) => c.type === 'Installed');
+    expect(condition).toEqual(
+      expect.objectContaining({
+        status: 'Unknown',
+        reason: expect.stringMatching(/^Kubernetes[A-Z]\w+$/),
+        observedGeneration: stored.metadata.generation,
+      }),
     );
     expect(condition?.message).toMatch(/\(will be retried\)$/);
   });
