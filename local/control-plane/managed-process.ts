@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 
 export interface ProcessExit {
@@ -23,6 +23,37 @@ export interface ManagedProcess {
   logTail(lines?: number): string;
 }
 
+/**
+ * Kills `pid` (TERM, then KILL 5 s later) once this process is gone, even when it dies of
+ * SIGKILL and runs no exit handler: a detached shell polls for it every second. Without it, a
+ * test runner killed hard would leave etcd and kube-apiserver running. Stopped with the child.
+ */
+const watchdogScript = `parent=$1; child=$2
+while kill -0 "$parent" 2>/dev/null; do
+  kill -0 "$child" 2>/dev/null || exit 0
+  sleep 1
+done
+kill -TERM "$child" 2>/dev/null || exit 0
+sleep 5; kill -KILL "$child" 2>/dev/null; exit 0`;
+
+function startWatchdog(childPid: number): ChildProcess | undefined {
+  try {
+    const watchdog = spawn(
+      'sh',
+      ['-c', watchdogScript, 'bpa-watchdog', String(process.pid), String(childPid)],
+      {
+        detached: true,
+        stdio: 'ignore',
+      },
+    );
+    watchdog.on('error', () => undefined);
+    watchdog.unref();
+    return watchdog;
+  } catch {
+    return undefined;
+  }
+}
+
 export function startManagedProcess(
   name: string,
   command: string,
@@ -38,11 +69,13 @@ export function startManagedProcess(
       closeSync(logFd);
     }
   })();
+  const watchdog = child.pid === undefined ? undefined : startWatchdog(child.pid);
   let exitInfo: ProcessExit | undefined;
   let spawnError: string | undefined;
   const exited = new Promise<ProcessExit>((resolve) => {
     child.once('exit', (code, signal) => {
       exitInfo = { code, signal };
+      watchdog?.kill();
       resolve(exitInfo);
     });
     child.once('error', (error) => {
@@ -68,6 +101,7 @@ export function startManagedProcess(
     exit: () => exitInfo,
     logTail,
     killNow: () => {
+      watchdog?.kill();
       if (!exitInfo) child.kill('SIGKILL');
     },
     stop: async (graceMs = 10_000) => {
