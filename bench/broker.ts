@@ -13,6 +13,7 @@ import { startBroker } from '../local/broker/index.js';
 const throughputEvents = 5000;
 const throughputConcurrency = 32;
 const latencyEvents = 1000;
+const latencyRounds = 10;
 const warmUpEvents = 3000;
 
 const percentile = (sorted: number[], p: number) =>
@@ -131,10 +132,22 @@ async function run(print: (line: string) => void): Promise<void> {
     // Latency: one event at a time, so the figures are a hop's cost and not queueing.
     const oneWay = (sentAt: Map<string, number>) =>
       [...sentAt].map(([id, at]) => subscriber.receivedAt.get(id)! - at).sort((a, b) => a - b);
-    const direct = await sendAll(agent, subscriber.url, latencyEvents, 1);
+    // In rounds that alternate the two paths, so that both see the same machine state (a
+    // shared VM's speed drifts over seconds).
+    const direct = { sentAt: new Map<string, number>(), roundTrip: [] as number[] };
+    const viaBroker = { sentAt: new Map<string, number>(), roundTrip: [] as number[] };
+    for (let round = 0; round < latencyRounds; round++) {
+      for (const [url, into] of [
+        [subscriber.url, direct],
+        [ingress, viaBroker],
+      ] as const) {
+        const part = await sendAll(agent, url, latencyEvents / latencyRounds, 1);
+        part.sentAt.forEach((at, id) => into.sentAt.set(id, at));
+        into.roundTrip.push(...part.roundTrip);
+      }
+    }
     const directOneWay = oneWay(direct.sentAt);
     const directRoundTrip = [...direct.roundTrip].sort((a, b) => a - b);
-    const viaBroker = await sendAll(agent, ingress, latencyEvents, 1);
     await waitUntil(() => [...viaBroker.sentAt.keys()].every((id) => subscriber.receivedAt.has(id)), 30_000);
     const brokerOneWay = oneWay(viaBroker.sentAt);
     const addedMedian = percentile(brokerOneWay, 0.5) - percentile(directOneWay, 0.5);
