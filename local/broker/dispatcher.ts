@@ -52,12 +52,6 @@ type AttemptResult =
       reason: string;
     };
 
-export const withoutAttribute = (event: BrokerEvent, name: string): BrokerEvent => {
-  if (!(name in event.attributes)) return event;
-  const { [name]: _removed, ...attributes } = event.attributes;
-  return event.data ? { attributes, data: event.data } : { attributes };
-};
-
 /** Judges a subscriber's answer: 2xx with nothing or a CloudEvent is success; anything else fails. */
 function judge(outcome: SendOutcome): AttemptResult {
   if (outcome.kind === 'error') {
