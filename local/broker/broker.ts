@@ -143,8 +143,12 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
     findBroker: (namespace, name) => byKey.get(`${namespace}/${name}`),
     ingest,
     registry: metrics.registry,
+    // An unknown broker's namespace and name are whatever path a producer sent: not labels
+    // (one series per path would grow without bound).
     countRejected: (namespace, name, status) =>
-      metrics.ingressEvents.series(namespace, name, '', String(status)).inc(),
+      status === 404
+        ? metrics.ingressEvents.series('', '', '', '404').inc()
+        : metrics.ingressEvents.series(namespace, name, '', String(status)).inc(),
     log,
   });
   const server = http.createServer({ keepAliveTimeout: 65_000 }, (request, response) => {

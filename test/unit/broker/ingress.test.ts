@@ -62,9 +62,18 @@ describe('broker ingress', () => {
     expect((await postEvent(`${broker.ingressUrl('test', 'default')}/`, event())).status).toBe(202);
   });
 
-  it('answers 404 for an unknown broker or namespace', async () => {
+  it('answers 404 for an unknown broker or namespace, counted without the path in labels', async () => {
     expect((await postEvent(broker.ingressUrl('test', 'other'), event())).status).toBe(404);
     expect((await postEvent(broker.ingressUrl('elsewhere', 'default'), event())).status).toBe(404);
+    for (let i = 0; i < 20; i++)
+      expect((await postEvent(broker.ingressUrl(`ns-${i}`, `b-${i}`), event())).status).toBe(404);
+    const text = await (await fetch(`${broker.url}/metrics`)).text();
+    // One series for every unknown path: a producer's paths must not grow the label set.
+    expect(text).toMatch(
+      /^kn_eventing_broker_ingress_events_total\{kn_broker_namespace="",kn_broker_name="",cloudevents_type="",http_response_status_code="404"\} (\d+)$/m,
+    );
+    expect(text).not.toContain('elsewhere');
+    expect(text).not.toContain('ns-7');
   });
 
   it('answers 400 for requests that are not valid CloudEvents', async () => {
