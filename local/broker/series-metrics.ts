@@ -16,6 +16,11 @@ interface MetricValue {
   metricName?: string;
 }
 
+/** Series kept per metric; label values beyond that (event types a producer invents) share one. */
+export const defaultMaxSeries = 10_000;
+/** The value of every label of the one series shared past the limit. */
+export const overflowLabel = '_overflow';
+
 abstract class SeriesMetric<S extends { labels: Labels }> {
   readonly aggregator = 'sum';
   private readonly byKey = new Map<string, S>();
@@ -24,9 +29,13 @@ abstract class SeriesMetric<S extends { labels: Labels }> {
     readonly name: string,
     readonly help: string,
     readonly labelNames: readonly string[],
+    private readonly maxSeries = defaultMaxSeries,
   ) {}
 
-  /** The series with these label values, in `labelNames` order; created on first use. */
+  /**
+   * The series with these label values, in `labelNames` order; created on first use. Past
+   * `maxSeries` distinct series, new label values all land in one series labelled `_overflow`.
+   */
   series(...values: string[]): S {
     const key = values.join('\u0000');
     let series = this.byKey.get(key);
@@ -35,6 +44,9 @@ abstract class SeriesMetric<S extends { labels: Labels }> {
         throw new Error(
           `${this.name}: expected ${this.labelNames.length} label values, got ${values.length}`,
         );
+      const overflowKey = this.labelNames.map(() => overflowLabel).join('\u0000');
+      if (this.byKey.size >= this.maxSeries && key !== overflowKey)
+        return this.series(...this.labelNames.map(() => overflowLabel));
       const labels: Labels = {};
       this.labelNames.forEach((name, index) => (labels[name] = values[index]!));
       series = this.create(labels);
@@ -107,8 +119,9 @@ export class SeriesHistogram extends SeriesMetric<HistogramSeries> {
     help: string,
     labelNames: readonly string[],
     readonly upperBounds: readonly number[],
+    maxSeries = defaultMaxSeries,
   ) {
-    super(name, help, labelNames);
+    super(name, help, labelNames, maxSeries);
   }
 
   protected create(labels: Labels): HistogramSeries {

@@ -58,6 +58,18 @@ describe('series metrics', () => {
     expect(await seriesRegistry.metrics()).not.toContain('o_total{');
   });
 
+  it('folds label values past the series limit into one _overflow series', async () => {
+    const registry = new Registry();
+    const counter = registerSeriesMetric(registry, new SeriesCounter('t_total', 'T.', ['type'], 3));
+    for (const type of ['a', 'b', 'c', 'd', 'e', 'a']) counter.series(type).inc();
+    const text = await registry.metrics();
+    expect(text).toContain('t_total{type="a"} 2');
+    expect(text).toContain('t_total{type="c"} 1');
+    expect(text).toContain('t_total{type="_overflow"} 2');
+    expect(text).not.toContain('type="d"');
+    expect(counter.all()).toHaveLength(4);
+  });
+
   it('refuses a series with the wrong number of label values', () => {
     const counter = new SeriesCounter('c_total', 'C.', labelNames);
     expect(() => counter.series('only-one')).toThrow('c_total: expected 3 label values, got 1');
