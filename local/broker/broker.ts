@@ -189,9 +189,9 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
       }
       if (inFlight > 0) log.warn('aborting in-flight deliveries', { count: inFlight });
       shutdown.abort();
+      destroyAgents(agents);
       await drained();
       server.closeAllConnections();
-      destroyAgents(agents);
       await serverClosed;
     })();
     return closing;

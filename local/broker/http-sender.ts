@@ -1,18 +1,16 @@
 import type http from 'node:http';
 import https from 'node:https';
-import { Http1Pool } from './http1-client.js';
+import { Http1Pool, type PostOutcome } from './http1-client.js';
 
 /** What one POST produced: a response, or a connection-level failure (refused, reset, timeout). */
-export type SendOutcome =
-  | { kind: 'response'; status: number; headers: http.IncomingHttpHeaders; body: Buffer }
-  | { kind: 'error'; message: string };
+export type SendOutcome = PostOutcome;
 
 export interface SendOptions {
   headers: Record<string, string>;
   body: Buffer;
   /** Per-attempt timeout covering connect, request and response body. */
   timeoutMs?: number;
-  /** Aborts the request (broker shutdown). */
+  /** Shutdown: once aborted, no request starts (and an https one in flight is aborted). */
   signal?: AbortSignal;
   /** Largest response body kept; the rest is read and dropped. */
   maxResponseBytes?: number;
@@ -30,21 +28,15 @@ export function createAgents(maxSockets = 256) {
 }
 export type Agents = ReturnType<typeof createAgents>;
 
-/** Closes the pools; requests still in flight fail with `reason`. */
-export function destroyAgents(agents: Agents, reason = abortedMessage): void {
-  agents.http1.destroy(reason);
-  agents.https.destroy();
-}
-
 const abortedMessage = 'delivery aborted: broker is shutting down';
-/** Signals already wired to fail their pool's requests when they abort. */
-const wiredSignals = new WeakMap<AbortSignal, WeakSet<Http1Pool>>();
-function abortPoolWith(signal: AbortSignal, pool: Http1Pool): void {
-  let pools = wiredSignals.get(signal);
-  if (!pools) wiredSignals.set(signal, (pools = new WeakSet()));
-  if (pools.has(pool)) return;
-  pools.add(pool);
-  signal.addEventListener('abort', () => pool.destroy(abortedMessage), { once: true });
+
+/**
+ * Closes the pools: requests still in flight fail at once (a shutdown calls this right after it
+ * aborts its signal, which stops backoffs and the requests not started yet).
+ */
+export function destroyAgents(agents: Agents): void {
+  agents.http1.destroy(abortedMessage);
+  agents.https.destroy();
 }
 
 const targetOptions = new WeakMap<URL, http.RequestOptions>();
@@ -70,8 +62,7 @@ function optionsFor(url: URL): http.RequestOptions {
 export function postMessage(url: URL, options: SendOptions, agents: Agents): Promise<SendOutcome> {
   if (options.signal?.aborted) return Promise.resolve({ kind: 'error', message: abortedMessage });
   if (url.protocol === 'http:') {
-    // One listener per signal and pool, not one per request.
-    if (options.signal) abortPoolWith(options.signal, agents.http1);
+    // In flight, these end when the pool is destroyed (destroyAgents), not by a listener each.
     return agents.http1.post(url, options.headers, options.body, {
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.maxResponseBytes !== undefined ? { maxResponseBytes: options.maxResponseBytes } : {}),
