@@ -27,7 +27,7 @@ import {
   createProvisioning,
   readProvisioning,
 } from '../integration/functions/support/fixtures.js';
-import { clusterProvisioning, nodeMac } from './support/lab-cluster.js';
+import { clusterProvisioning, createSoftware, nodeMac } from './support/lab-cluster.js';
 
 const cluster = useTestCluster();
 
@@ -170,25 +170,12 @@ describe('a transient fault is on status before the 5xx', () => {
         data: { MASTER_m: '10.0.0.73' },
       },
     });
-    const softwares = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    const stored = (await softwares.createNamespacedCustomObject({
-      ...bpaGroup,
-      plural: 'softwares',
-      namespace,
-      body: {
-        apiVersion: 'bpa.akraino.org/v1alpha1',
-        kind: 'Software',
-        metadata: { name: 'flaky-sw', namespace, labels: { cluster: 'flaky-sw' } },
-        spec: { masterSoftware: ['htop'] },
-      },
-    })) as {
-      apiVersion: string;
-      kind: string;
-      metadata: { name: string; namespace: string; generation: number };
-    };
+    const stored = await createSoftware(cluster.kubeConfig, namespace, 'flaky-sw', 'flaky-sw', {
+      masterSoftware: ['htop'],
+    });
     const response = await postEvent(server.url, sourceEvent('add', stored));
     expect(response.status).toBe(503);
-    const read = (await softwares.getNamespacedCustomObject({
+    const read = (await cluster.kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
       ...bpaGroup,
       plural: 'softwares',
       namespace,

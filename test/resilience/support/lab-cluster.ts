@@ -101,7 +101,11 @@ export async function createSoftware(
       metadata: { name, namespace, labels: { cluster } },
       spec,
     },
-  })) as { apiVersion: string; kind: string; metadata: { name: string; namespace: string } };
+  })) as {
+    apiVersion: string;
+    kind: string;
+    metadata: { name: string; namespace: string; generation: number };
+  };
 }
 
 /** Function env for a whole chain against the lab: hosts from NICs, sweeps and lists kept to the namespace. */
