@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { controlPlaneCommand } from '../../../cli/commands/control-plane.js';
 import { UsageError } from '../../../cli/command.js';
+import { isAlive, until } from '../../support/processes.js';
 
 const run = promisify(execFile);
 
@@ -19,23 +20,6 @@ function capture() {
     out,
     io: { stdout: (text: string) => (out.stdout += text), stderr: (text: string) => (out.stderr += text) },
   };
-}
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 /** etcd and kube-apiserver processes that this process started. */

@@ -9,15 +9,7 @@ import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { BpaError } from '../../../shared/errors.js';
 import { locateBinaries, startControlPlane } from '../../../local/control-plane/index.js';
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+import { isAlive } from '../../support/processes.js';
 
 const ourTempDirs = async () =>
   (await readdir(tmpdir())).filter((name) => name.startsWith('bpa-control-plane-')).sort();

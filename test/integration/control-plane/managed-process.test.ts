@@ -11,26 +11,10 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, expect, it } from '@jest/globals';
 import { repoRoot } from '../../../local/control-plane/repo-root.js';
 import { builtCli } from '../../e2e/support/built-cli.js';
+import { isAlive, until } from '../../support/processes.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'managed-process-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-async function until(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** A Node process that starts `sleep 300` as a managed process and prints the pids. */
 async function runnerWithSleeper(then: 'wait' | 'stop') {
