@@ -1,6 +1,7 @@
 import { CloudEvent } from 'cloudevents';
 import { silentLogger } from '../../../shared/log.js';
 import { startBroker, type RunningBroker } from '../../../local/broker/index.js';
+import { maxIngressBodyBytes } from '../../../local/broker/ingress.js';
 import {
   brokerObject,
   postEvent,
@@ -74,6 +75,35 @@ describe('broker ingress', () => {
     );
     expect(text).not.toContain('elsewhere');
     expect(text).not.toContain('ns-7');
+  });
+
+  it('answers 413 for a body over the limit and delivers nothing, then takes the next event', async () => {
+    const url = broker.ingressUrl('test', 'default');
+    const tooLarge = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'ce-specversion': '1.0',
+        'ce-id': 'big-1',
+        'ce-type': 'com.example.ping',
+        'ce-source': '/test',
+        'content-type': 'application/octet-stream',
+      },
+      body: Buffer.alloc(maxIngressBodyBytes + 1, 0x61),
+    });
+    expect(tooLarge.status).toBe(413);
+    expect((await postEvent(url, event())).status).toBe(202);
+    await waitFor(() => subscriber.received.length === 1);
+    expect(subscriber.received.map((r) => r.headers['ce-id'])).not.toContain('big-1');
+  });
+
+  it('keeps counting deliveries when a delivery listener throws', async () => {
+    broker.on('delivery', () => {
+      throw new Error('listener bug');
+    });
+    expect((await postEvent(broker.ingressUrl('test', 'default'), event())).status).toBe(202);
+    await waitFor(() => subscriber.received.length === 1);
+    // The delivery's promise rejected; it must still leave the in-flight count, or close() waits.
+    await waitFor(() => broker.inFlight() === 0);
   });
 
   it('answers 400 for requests that are not valid CloudEvents', async () => {
