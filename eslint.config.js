@@ -4,7 +4,7 @@ import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
   {
-    ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'test/artifacts/**', 'test/control-plane/**/*.go'],
+    ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'test/artifacts/**', 'engines/**/*.go'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

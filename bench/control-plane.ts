@@ -5,7 +5,7 @@ import { locateBinaries, projectCrds, startControlPlane } from '../local/control
 import type { BenchModule } from './run.js';
 
 /**
- * Control-plane figures: the cold build of each binary (recorded by test/control-plane/build.sh
+ * Control-plane figures: the cold build of each binary (recorded by engines/build.sh
  * in the cache), the warm start-to-ready time of etcd + kube-apiserver and of the CRDs the tests
  * install, and the resident memory of each process right after start.
  */

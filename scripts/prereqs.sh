@@ -24,7 +24,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
-bash test/control-plane/build.sh >/dev/null
+bash engines/build.sh >/dev/null
 npm run --silent build
 if [ "$purpose" = test ]; then
   npm run --silent typecheck

@@ -16,7 +16,7 @@ $METAL3_CRDS_DIR/metal3.io_baremetalhosts.yaml, else the project's minimal one; 
 CRD in $KNATIVE_CRDS_DIR when it is set.
 
 Binaries: $KUBEBUILDER_ASSETS, or $TEST_ASSET_KUBE_APISERVER + $TEST_ASSET_ETCD, else the
-per-version cache filled by test/control-plane/build.sh (built from Go modules on first use).
+per-version cache filled by engines/build.sh (built from Go modules on first use).
 
 Options:
   --kubeconfig-out FILE  also write the admin kubeconfig to FILE (kept after exit)

@@ -5,10 +5,13 @@ import { dirname, join } from 'node:path';
 import { BpaError } from '../../shared/errors.js';
 import { repoRoot } from './repo-root.js';
 
-/** Where the two control-plane binaries are, and how they were found. */
+/** Where the control-plane binaries are, and how they were found. */
 export interface ControlPlaneBinaries {
   kubeApiserver: string;
   etcd: string;
+  /** Kubernetes' own controllers (Jobs, Deployments, garbage collector, namespaces, endpoints). */
+  kubeControllerManager: string;
+  kubeScheduler: string;
   /** The directory holding kube-apiserver (the envtest "assets" directory). */
   assetsDir: string;
   source: 'KUBEBUILDER_ASSETS' | 'TEST_ASSET' | 'cache' | 'build';
@@ -19,9 +22,9 @@ export interface ControlPlaneVersions {
   etcd: string;
 }
 
-/** The pinned versions from test/control-plane/versions.env. */
+/** The pinned versions from engines/versions.env. */
 export function controlPlaneVersions(root = repoRoot()): ControlPlaneVersions {
-  const text = readFileSync(join(root, 'test', 'control-plane', 'versions.env'), 'utf8');
+  const text = readFileSync(join(root, 'engines', 'versions.env'), 'utf8');
   const value = (key: string) => {
     const match = new RegExp(`^${key}=(\\S+)`, 'm').exec(text);
     if (!match?.[1]) throw new Error(`versions.env has no ${key}`);
@@ -53,24 +56,33 @@ const isExecutable = (path: string) => {
 
 const missing = (message: string) => new BpaError('ControlPlaneBinariesMissing', message, 'internal');
 
+const controllerNames = {
+  kubeControllerManager: 'kube-controller-manager',
+  kubeScheduler: 'kube-scheduler',
+} as const;
+
 /**
- * Finds kube-apiserver and etcd with the same preference order as build.sh
- * (KUBEBUILDER_ASSETS, then TEST_ASSET_KUBE_APISERVER + TEST_ASSET_ETCD, then the cache) and
- * runs build.sh only when a build is needed, so a warm start spawns no shell.
+ * Finds the four binaries with the same preference order as engines/build.sh
+ * (KUBEBUILDER_ASSETS, then TEST_ASSET_*, then the cache) and runs build.sh only when a build is
+ * needed, so a warm start spawns no shell. envtest's assets hold kube-apiserver and etcd only; the
+ * controllers then come from TEST_ASSET_KUBE_CONTROLLER_MANAGER / TEST_ASSET_KUBE_SCHEDULER or the
+ * cache.
  */
 export async function locateBinaries(
   options: { env?: NodeJS.ProcessEnv; onBuildOutput?: (text: string) => void } = {},
 ): Promise<ControlPlaneBinaries> {
   const env = options.env ?? process.env;
+  const root = repoRoot();
+  const cache = binaryCacheDir(env, root);
+  let core: Pick<ControlPlaneBinaries, 'kubeApiserver' | 'etcd' | 'assetsDir' | 'source'> | undefined;
   if (env.KUBEBUILDER_ASSETS) {
     const dir = env.KUBEBUILDER_ASSETS;
     const found = { kubeApiserver: join(dir, 'kube-apiserver'), etcd: join(dir, 'etcd') };
     for (const path of Object.values(found)) {
       if (!isExecutable(path)) throw missing(`KUBEBUILDER_ASSETS=${dir} has no executable ${path}`);
     }
-    return { ...found, assetsDir: dir, source: 'KUBEBUILDER_ASSETS' };
-  }
-  if (env.TEST_ASSET_KUBE_APISERVER || env.TEST_ASSET_ETCD) {
+    core = { ...found, assetsDir: dir, source: 'KUBEBUILDER_ASSETS' };
+  } else if (env.TEST_ASSET_KUBE_APISERVER || env.TEST_ASSET_ETCD) {
     const kubeApiserver = env.TEST_ASSET_KUBE_APISERVER;
     const etcd = env.TEST_ASSET_ETCD;
     if (!kubeApiserver || !etcd) {
@@ -79,20 +91,37 @@ export async function locateBinaries(
     for (const path of [kubeApiserver, etcd]) {
       if (!isExecutable(path)) throw missing(`${path} (from TEST_ASSET_*) is not an executable file`);
     }
-    return { kubeApiserver, etcd, assetsDir: dirname(kubeApiserver), source: 'TEST_ASSET' };
+    core = { kubeApiserver, etcd, assetsDir: dirname(kubeApiserver), source: 'TEST_ASSET' };
   }
-  const root = repoRoot();
-  const cache = binaryCacheDir(env, root);
-  const cached = { kubeApiserver: join(cache, 'kube-apiserver'), etcd: join(cache, 'etcd') };
-  if (isExecutable(cached.kubeApiserver) && isExecutable(cached.etcd)) {
-    return { ...cached, assetsDir: cache, source: 'cache' };
+  const controller = (key: keyof typeof controllerNames): string | undefined => {
+    const name = controllerNames[key];
+    const override = env[`TEST_ASSET_${name.toUpperCase().replace(/-/g, '_')}`];
+    const candidates = [
+      env.KUBEBUILDER_ASSETS ? join(env.KUBEBUILDER_ASSETS, name) : undefined,
+      override,
+      join(cache, name),
+    ];
+    if (override && !isExecutable(override))
+      throw missing(`${override} (from TEST_ASSET_*) is not an executable file`);
+    return candidates.find((path): path is string => !!path && isExecutable(path));
+  };
+  const cachedCore = { kubeApiserver: join(cache, 'kube-apiserver'), etcd: join(cache, 'etcd') };
+  if (!core && isExecutable(cachedCore.kubeApiserver) && isExecutable(cachedCore.etcd)) {
+    core = { ...cachedCore, assetsDir: cache, source: 'cache' };
   }
+  const kubeControllerManager = controller('kubeControllerManager');
+  const kubeScheduler = controller('kubeScheduler');
+  if (core && kubeControllerManager && kubeScheduler)
+    return { ...core, kubeControllerManager, kubeScheduler };
+
   const assetsDir = await runBuildScript(root, env, options.onBuildOutput);
   return {
     kubeApiserver: join(assetsDir, 'kube-apiserver'),
     etcd: join(assetsDir, 'etcd'),
+    kubeControllerManager: join(assetsDir, 'kube-controller-manager'),
+    kubeScheduler: join(assetsDir, 'kube-scheduler'),
     assetsDir,
-    source: 'build',
+    source: core?.source ?? 'build',
   };
 }
 
@@ -103,7 +132,7 @@ function runBuildScript(
   onOutput: (text: string) => void = (text) => process.stderr.write(text),
 ): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [join(root, 'test', 'control-plane', 'build.sh')], {
+    const child = spawn('bash', [join(root, 'engines', 'build.sh')], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -119,7 +148,7 @@ function runBuildScript(
       const lastLine = stdout.trim().split('\n').pop() ?? '';
       if (code === 0 && lastLine) resolve(lastLine);
       else {
-        reject(missing(`test/control-plane/build.sh failed (exit ${code}):\n${stderr.slice(-4000)}`));
+        reject(missing(`engines/build.sh failed (exit ${code}):\n${stderr.slice(-4000)}`));
       }
     });
   });

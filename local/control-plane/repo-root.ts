@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Marker file that only the repository root has. */
-const marker = join('test', 'control-plane', 'versions.env');
+const marker = join('engines', 'versions.env');
 
 /**
  * The repository root, found by walking up from this module: works from the TypeScript

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Ensures the Go-built engines of the one-machine cluster exist and prints the directory holding
+# them. Usage: engines/build.sh [control-plane]   (the only engine set so far)
+#
+# control-plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler.
+# For each binary, in order of preference:
+#   1. KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd, as envtest uses; it may hold
+#      kube-controller-manager and kube-scheduler too)
+#   2. TEST_ASSET_<NAME> (TEST_ASSET_KUBE_APISERVER, TEST_ASSET_ETCD,
+#      TEST_ASSET_KUBE_CONTROLLER_MANAGER, TEST_ASSET_KUBE_SCHEDULER: paths to binaries)
+#   3. the per-version cache ${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/k8s/<versions>/
+#   4. a build from the wrapper Go modules beside this script, into that cache
+#
+# Progress goes to stderr; the last line on stdout is a directory holding all four binaries
+# (the cache itself, or a fresh directory of links when overrides were used).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/versions.env"
+set_name=${1:-control-plane}
+[ "$set_name" = control-plane ] || { echo "usage: engines/build.sh [control-plane]" >&2; exit 2; }
+
+log() { printf '[engines] %s\n' "$*" >&2; }
+
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/k8s/kube-apiserver-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
+mkdir -p "$cache"
+
+binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+override_var() { local up=${1^^}; echo "TEST_ASSET_${up//-/_}"; }
+
+if { [ -n "${TEST_ASSET_KUBE_APISERVER:-}" ] && [ -z "${TEST_ASSET_ETCD:-}" ]; } ||
+  { [ -z "${TEST_ASSET_KUBE_APISERVER:-}" ] && [ -n "${TEST_ASSET_ETCD:-}" ]; }; then
+  log "set both TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD, or neither"
+  exit 1
+fi
+if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
+  for b in kube-apiserver etcd; do
+    [ -x "$KUBEBUILDER_ASSETS/$b" ] || { log "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS has no executable $b"; exit 1; }
+  done
+fi
+
+# Where a binary comes from without a build, or nothing.
+provided() {
+  local name=$1 var
+  var=$(override_var "$name")
+  if [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/$name" ]; then
+    echo "$KUBEBUILDER_ASSETS/$name"
+  elif [ -n "${!var:-}" ]; then
+    [ -x "${!var}" ] || { log "$var=${!var} is not an executable file"; exit 1; }
+    echo "${!var}"
+  fi
+}
+
+# Runs a build and records its wall time and peak memory (GNU time, when present) on stderr and
+# in <cache>/<name>.build.json for every binary it produced; the benchmark reports them.
+timed() {
+  local label=$1 names=$2; shift 2
+  local start=$SECONDS stats="$cache/$label.time"
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -o "$stats" -f '%e %M' "$@"
+  else
+    "$@"
+    echo "$((SECONDS - start)) 0" >"$stats"
+  fi
+  local wall rss
+  read -r wall rss <"$stats"
+  rm -f "$stats"
+  log "$label: ${wall} s wall, ${rss} KiB peak RSS"
+  for name in $names; do
+    printf '{"binary":"%s","builtWith":"%s","wallSeconds":%s,"peakRssKiB":%s,"builtAt":"%s","goVersion":"%s","cores":%s}\n' \
+      "$name" "$label" "$wall" "$rss" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(go env GOVERSION)" "$(nproc)" \
+      >"$cache/$name.build.json"
+  done
+}
+
+need_build() {
+  local name
+  for name in "$@"; do
+    [ -n "$(provided "$name")" ] && continue
+    [ -x "$cache/$name" ] && continue
+    echo "$name"
+  done
+}
+
+build_go() {
+  command -v go >/dev/null || { log "go is not installed: install Go or set KUBEBUILDER_ASSETS (see docs/control-plane.md)"; exit 1; }
+  export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
+  local module_dir=$1 label=$2 names=$3; shift 3
+  local out="$cache/.build-$label"
+  rm -rf "$out" && mkdir -p "$out"
+  log "$label: building $names (first time on this machine: minutes)"
+  # A single package is written to its own name (go would name etcd's main package "server").
+  local target="$out/"
+  [ "$names" = "${names%% *}" ] && target="$out/$names"
+  (cd "$here/$module_dir" && timed "$label" "$names" go build -trimpath -o "$target" "$@")
+  for name in $names; do mv "$out/$name" "$cache/$name"; done
+  rm -rf "$out"
+}
+
+major=${KUBERNETES_VERSION#v}; major=${major%%.*}
+minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $p.gitVersion=${KUBERNETES_VERSION} -X $p.gitMajor=${major} -X $p.gitMinor=${minor}"
+done
+
+if [ -n "$(need_build etcd)" ]; then
+  build_go etcd etcd etcd go.etcd.io/etcd/server/v3
+fi
+kube=$(need_build kube-apiserver kube-controller-manager kube-scheduler | tr '\n' ' ')
+if [ -n "${kube// /}" ]; then
+  pkgs=()
+  for name in $kube; do pkgs+=("k8s.io/kubernetes/cmd/$name"); done
+  # One go build for all of them: the shared packages compile once.
+  build_go kubernetes kubernetes "${kube% }" -ldflags "$ldflags" "${pkgs[@]}"
+fi
+for name in "${binaries[@]}"; do [ -n "$(provided "$name")" ] || log "$name: $cache/$name"; done
+
+# One directory with all four: the cache itself, unless something came from an override.
+overridden=""
+for name in "${binaries[@]}"; do [ -n "$(provided "$name")" ] && overridden=yes; done
+if [ -z "$overridden" ]; then
+  echo "$cache"
+  exit 0
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/bpa-assets.XXXXXX")
+for name in "${binaries[@]}"; do
+  src=$(provided "$name")
+  [ -n "$src" ] && log "$name: using $src" || src="$cache/$name"
+  ln -s "$(realpath "$src")" "$dir/$name"
+done
+echo "$dir"

@@ -1,0 +1,11 @@
+//go:build tools
+
+// Package tools pins the control plane's main packages (kube-apiserver, kube-controller-manager,
+// kube-scheduler) so go mod tidy keeps their dependencies.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)
