@@ -5,6 +5,7 @@ import { controlPlaneCommand } from './commands/control-plane.js';
 import { devCommand } from './commands/dev.js';
 import { sendCommand } from './commands/send.js';
 import { demoCommand } from './commands/demo.js';
+import { describeError } from '../shared/errors.js';
 
 export const commands: CliCommand[] = [
   renderCommand,
@@ -56,7 +57,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       io.stderr(`bpa ${name}: ${error.message}\n`);
       return 2;
     }
-    io.stderr(`bpa ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr(`bpa ${name}: ${describeError(error).message}\n`);
     return 1;
   }
 }

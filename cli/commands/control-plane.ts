@@ -4,6 +4,7 @@ import type { ControlPlane } from '../../local/control-plane/index.js';
 import { projectCrds, startControlPlane } from '../../local/control-plane/index.js';
 import type { CliCommand, CliIO } from '../command.js';
 import { UsageError } from '../command.js';
+import { describeError } from '../../shared/errors.js';
 
 const usage = `Usage: bpa control-plane [--kubeconfig-out FILE]
 
@@ -35,7 +36,7 @@ function parseOptions(argv: string[]): { kubeconfigOut?: string } {
     });
     return { kubeconfigOut: values['kubeconfig-out'] ? resolve(values['kubeconfig-out']) : undefined };
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(describeError(error).message);
   }
 }
 

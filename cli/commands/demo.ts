@@ -3,6 +3,7 @@ import type { CliCommand } from '../command.js';
 import { UsageError } from '../command.js';
 import { runDemo } from '../../local/lab/demo.js';
 import { demoOutput } from '../../local/lab/demo-output.js';
+import { describeError } from '../../shared/errors.js';
 
 const usage = `Usage: bpa demo [--port N] [--quiet-events] [--keep]
 
@@ -37,7 +38,7 @@ export const demoCommand: CliCommand = {
         options: { port: { type: 'string' }, 'quiet-events': { type: 'boolean' }, keep: { type: 'boolean' } },
       }));
     } catch (error) {
-      throw new UsageError(error instanceof Error ? error.message : String(error));
+      throw new UsageError(describeError(error).message);
     }
     const port = values.port === undefined ? undefined : Number(values.port);
     if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535))

@@ -8,6 +8,7 @@ import { firstFreePort } from '../../local/stack/free-port.js';
 import { startLiveView } from '../../local/live-view/server.js';
 import { createLogger } from '../../shared/log.js';
 import { KubeConfig } from '@kubernetes/client-node';
+import { describeError } from '../../shared/errors.js';
 
 const usage = `Usage: bpa dev [--kubeconfig FILE] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay]
        bpa dev --live-view-only [--kubeconfig FILE] [--host ADDR] [--port N]
@@ -61,7 +62,7 @@ function parseOptions(argv: string[]): DevOptions {
       },
     }));
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(describeError(error).message);
   }
   let port: number | undefined;
   if (values.port !== undefined) {

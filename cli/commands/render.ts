@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { BpaError } from '../../shared/errors.js';
+import { BpaError, describeError } from '../../shared/errors.js';
 import { parseObjects, parseSingleObject, validateObjects } from '../../shared/core/documents.js';
 import { indexHostsFile } from '../../shared/core/hosts-file.js';
 import { parseLeases } from '../../shared/core/leases.js';
@@ -68,7 +68,7 @@ function fromFile<T>(input: InputText, parse: (text: string) => T): T {
   try {
     return parse(input.text);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = describeError(error).message;
     throw new UsageError(`${input.name}: ${message}`);
   }
 }
@@ -95,7 +95,7 @@ function parseRenderArgs(argv: string[]) {
       },
     });
   } catch (error) {
-    throw new UsageError(`${error instanceof Error ? error.message : String(error)}\n\n${usage}`);
+    throw new UsageError(`${describeError(error).message}\n\n${usage}`);
   }
   const { values } = parsed;
   if (!values.provisioning) throw new UsageError(`--provisioning FILE is required\n\n${usage}`);

@@ -5,6 +5,7 @@ import { isJsonMediaType, mediaTypeOf } from '../../shared/cloudevents/message.j
 import { postEvent, SinkUnreachableError, type SinkResponse } from '../../shared/cloudevents/sink-client.js';
 import type { CliCommand, CliIO } from '../command.js';
 import { UsageError } from '../command.js';
+import { describeError } from '../../shared/errors.js';
 
 const usage = `Usage: bpa send --to URL --type TYPE [options]
 
@@ -78,7 +79,7 @@ function parseOptions(argv: string[]): Omit<SendOptions, 'data'> & { dataArgumen
       },
     }));
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(describeError(error).message);
   }
   if (!values.to) throw new UsageError('--to URL is required');
   if (!values.type) throw new UsageError('--type TYPE is required');

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { envList, envOptionalString } from '../../shared/config.js';
 import { parseLeasesSource } from './lease-source.js';
+import { describeError } from '../../shared/errors.js';
 
 /** host-lookup's env (docs/architecture.md, Config). */
 export const hostLookupConfigSchema = z.object({
@@ -12,7 +13,7 @@ export const hostLookupConfigSchema = z.object({
     try {
       parseLeasesSource(value);
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: error instanceof Error ? error.message : String(error) });
+      ctx.addIssue({ code: 'custom', message: describeError(error).message });
     }
   }),
   /** Bare-metal IP sources, in the order they are tried. */

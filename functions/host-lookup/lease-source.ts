@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import { invalid, transient } from '../../shared/errors.js';
+import { describeError, invalid, transient } from '../../shared/errors.js';
 import { parseLeases, type LeaseIndex } from '../../shared/core/leases.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { readConfigMap } from '../../shared/k8s/upsert.js';
@@ -58,7 +58,7 @@ export async function loadLeases(
     } catch (error) {
       log.warn('lease file not readable; using the other IP sources', {
         path: source.path,
-        error: error instanceof Error ? error.message : String(error),
+        error: describeError(error).message,
       });
       return undefined;
     }

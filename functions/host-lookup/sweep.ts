@@ -4,7 +4,7 @@ import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { clusterTypeOf } from '../../shared/core/cluster-type.js';
 import { sha256Hex } from '../../shared/core/hash.js';
 import { inventoryConfigMapName, inventoryKey } from '../../shared/core/names.js';
-import { transient } from '../../shared/errors.js';
+import { describeError, transient } from '../../shared/errors.js';
 import { EventTypes, provisioningSubject } from '../../shared/events/types.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
@@ -47,7 +47,7 @@ export async function sweep(context: FunctionContext<HostLookupConfig>): Promise
       failed.push(where);
       context.log.warn('sweep could not re-drive a Provisioning', {
         provisioning: where,
-        error: error instanceof Error ? error.message : String(error),
+        error: describeError(error).message,
       });
     }
   }

@@ -1,5 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
-import { transient } from '../../shared/errors.js';
+import { describeError, transient } from '../../shared/errors.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, isTrueFor } from '../../shared/k8s/conditions.js';
 import { conditionsOf } from '../../shared/k8s/condition-writer.js';
@@ -47,7 +47,7 @@ export async function sweep(context: FunctionContext<KudJobLaunchConfig>): Promi
       failed.push(where);
       context.log.warn('sweep could not finish a Job', {
         provisioning: where,
-        error: error instanceof Error ? error.message : String(error),
+        error: describeError(error).message,
       });
     }
   }

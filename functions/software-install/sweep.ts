@@ -1,5 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
-import { transient } from '../../shared/errors.js';
+import { describeError, transient } from '../../shared/errors.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor } from '../../shared/k8s/conditions.js';
 import { conditionsOf } from '../../shared/k8s/condition-writer.js';
@@ -57,7 +57,7 @@ export async function sweep(context: FunctionContext<SoftwareInstallConfig>): Pr
       failed.push(where);
       context.log.warn('sweep could not install a Software', {
         software: where,
-        error: error instanceof Error ? error.message : String(error),
+        error: describeError(error).message,
       });
     }
   }

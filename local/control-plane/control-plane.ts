@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { BpaError } from '../../shared/errors.js';
+import { BpaError, describeError } from '../../shared/errors.js';
 import type { ControlPlaneBinaries } from './assets.js';
 import { locateBinaries } from './assets.js';
 import { writeCredentials } from './credentials.js';
@@ -128,7 +128,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       (child) => `--- ${child.name} (last lines of its log) ---\n${child.logTail(30)}`,
     );
     await stop();
-    const message = error instanceof Error ? error.message : String(error);
+    const message = describeError(error).message;
     throw new BpaError('ControlPlaneStartFailed', [`${what}: ${message}`, ...tails].join('\n'), 'internal');
   };
   const exitedEarly = (child: ManagedProcess) => () => {

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { describeError } from '../../shared/errors.js';
 
 export interface WaitOptions {
   /** What is awaited, for the timeout message. */
@@ -26,7 +27,7 @@ export async function waitFor<T>(check: () => Promise<T | undefined>, options: W
       const value = await withTimeout(check(), attemptMs);
       if (value !== undefined) return value;
     } catch (error) {
-      lastProblem = error instanceof Error ? error.message : String(error);
+      lastProblem = describeError(error).message;
     }
     if (Date.now() >= deadline) {
       throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${options.what} (${lastProblem})`);

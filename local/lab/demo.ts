@@ -12,6 +12,7 @@ import { followConditions, type FollowedObject } from './follow-conditions.js';
 import { startSimulatedJobController, type SimulatedJobController } from './job-controller.js';
 import { labCluster, labProvisioning, labSoftware } from './lab-definition.js';
 import { startLab, type Lab } from './lab.js';
+import { describeError } from '../../shared/errors.js';
 
 export interface DemoOptions {
   out: DemoOutput;
@@ -56,7 +57,7 @@ async function withTimeout<T>(step: string, timeoutMs: number, work: Promise<T>)
     return await Promise.race([work, timeout]);
   } catch (error) {
     if (error instanceof StepFailure) throw error;
-    throw new StepFailure(step, error instanceof Error ? error.message : String(error));
+    throw new StepFailure(step, describeError(error).message);
   } finally {
     clearTimeout(timer);
   }
@@ -152,8 +153,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       kubeConfig,
       namespace: activeLab.namespace,
       report: (line) => out.info(`⚙ ${line}`),
-      onError: (error) =>
-        out.fail(`simulated Job controller: ${error instanceof Error ? error.message : String(error)}`),
+      onError: (error) => out.fail(`simulated Job controller: ${describeError(error).message}`),
     });
     out.dim(
       'No kubelet runs here: a simulated Job controller completes the KUD Job the way the real one would.',
@@ -274,7 +274,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   } catch (error) {
     finished = true;
     const step = error instanceof StepFailure ? error.step : 'the demo';
-    const message = error instanceof Error ? error.message : String(error);
+    const message = describeError(error).message;
     out.line();
     out.fail(`step failed: ${step}: ${message}`);
     if (stack) out.info(`logs: ${stack.logFilePath}`);

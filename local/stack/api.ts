@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
-import { BpaError } from '../../shared/errors.js';
+import { BpaError, describeError } from '../../shared/errors.js';
 import {
   createNamespace,
   installCrds,
@@ -75,7 +75,7 @@ export async function ensureCrds(kubeConfig: KubeConfig, log: (line: string) => 
       if (!isStatus(error, 404)) {
         throw new BpaError(
           'ApiUnreachable',
-          `cannot read CRD ${crd.metadata.name} from the cluster: ${error instanceof Error ? error.message : String(error)}`,
+          `cannot read CRD ${crd.metadata.name} from the cluster: ${describeError(error).message}`,
           'transient',
         );
       }
@@ -90,7 +90,7 @@ export async function ensureCrds(kubeConfig: KubeConfig, log: (line: string) => 
     throw new BpaError(
       'CrdInstallFailed',
       `the cluster lacks ${missing.map((crd) => crd.metadata.name).join(', ')} and installing them failed ` +
-        `(${error instanceof Error ? error.message : String(error)}); install manifests/crds/ with kubectl apply`,
+        `(${describeError(error).message}); install manifests/crds/ with kubectl apply`,
       'invalid',
     );
   }

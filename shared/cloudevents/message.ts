@@ -1,4 +1,5 @@
 import { CloudEvent, HTTP, ValidationError } from 'cloudevents';
+import { describeError } from '../errors.js';
 
 /**
  * CloudEvents over HTTP, both directions, strictly.
@@ -95,7 +96,7 @@ function parseStructured(body: Uint8Array): ParsedMessage {
   } catch (error) {
     return failure(
       'MalformedEvent',
-      `The structured CloudEvent is not valid JSON: ${error instanceof Error ? error.message : String(error)}`,
+      `The structured CloudEvent is not valid JSON: ${describeError(error).message}`,
     );
   }
   if (document === null || typeof document !== 'object' || Array.isArray(document)) {
@@ -170,7 +171,7 @@ function parseBinary(headers: HeaderRecord, body: Uint8Array): ParsedMessage {
         return failure(
           'DataNotJson',
           `The event data is not valid JSON (content type ${contentType ?? 'absent, meaning JSON'}): ${
-            error instanceof Error ? error.message : String(error)
+            describeError(error).message
           }`,
         );
       }

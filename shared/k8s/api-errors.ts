@@ -1,5 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
-import { BpaError, transient } from '../errors.js';
+import { BpaError, describeError, transient } from '../errors.js';
 
 /** HTTP status of a failed Kubernetes API call, or undefined when the call never got an answer. */
 export function apiStatusCode(error: unknown): number | undefined {
@@ -49,7 +49,7 @@ export function apiMessage(error: unknown): string {
       return String((parsed as { message: unknown }).message);
     return `HTTP ${error.code}`;
   }
-  return error instanceof Error ? error.message : String(error);
+  return describeError(error).message;
 }
 
 function safeJson(text: string): unknown {

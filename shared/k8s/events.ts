@@ -4,6 +4,7 @@ import type { KubeClients } from './clients.js';
 import type { ObjectIdentity } from './stored-object.js';
 import { isConflict, isNotFound } from './api-errors.js';
 import type { Logger } from '../log.js';
+import { describeError } from '../errors.js';
 
 export interface EventRecord {
   /** The object the Event is about. */
@@ -86,7 +87,7 @@ export async function recordEvent(clients: KubeClients, record: EventRecord, log
     log?.warn('could not record Kubernetes Event', {
       reason: record.reason,
       object: `${record.object.namespace}/${record.object.name}`,
-      error: error instanceof Error ? error.message : String(error),
+      error: describeError(error).message,
     });
   }
 }

@@ -1,4 +1,4 @@
-import { BpaError } from '../errors.js';
+import { BpaError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
 import { writeConditions, type GenerationRef } from './condition-writer.js';
@@ -39,7 +39,7 @@ export async function recordRetrying(
   } catch (writeError) {
     log.warn('could not record the transient failure on status', {
       reason: error.reason,
-      error: writeError instanceof Error ? writeError.message : String(writeError),
+      error: describeError(writeError).message,
     });
   }
 }
