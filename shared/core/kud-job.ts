@@ -23,6 +23,11 @@ export interface KudJobOptions {
   image?: string;
   activeDeadlineSeconds?: number;
   sshKeySecret?: string;
+  /**
+   * The ConfigMap the container's env comes from. `kud-installer` by default (what `bpa render`
+   * shows); the launcher names its copy of the functions' settings (contract section 5).
+   */
+  installerSettingsConfigMap?: string;
 }
 
 export interface KudJobInput {
@@ -89,7 +94,14 @@ export function buildKudJob(input: KudJobInput, options: KudJobOptions = {}): V1
               securityContext: { privileged: true },
               command: ['/bin/sh', '-c'],
               args: [kudInstallerScript(cluster, input.podSubnet, input.kudPlugins)],
-              envFrom: [{ configMapRef: { name: 'kud-installer', optional: true } }],
+              envFrom: [
+                {
+                  configMapRef: {
+                    name: options.installerSettingsConfigMap ?? 'kud-installer',
+                    optional: true,
+                  },
+                },
+              ],
               volumeMounts: [
                 { name: 'multi-cluster', mountPath: kudMultiClusterPath },
                 { name: 'ssh-key', mountPath: sshKeyMountPath, readOnly: true },

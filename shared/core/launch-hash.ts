@@ -1,0 +1,45 @@
+import { sha256Hex } from './hash.js';
+
+/**
+ * Everything that decides what the KUD installer Job does (contract section 5): the inventory,
+ * the image, the installer's arguments and the environment it gets. Two launches with the same
+ * inputs would do the same thing, so an existing Job with the same hash is the launch's success;
+ * any difference (a new plugin, another subnet, new installer settings) is a new Job.
+ */
+export interface LaunchInputs {
+  /** The hosts.ini text (or its sha256: both give the same hash). */
+  inventorySha256: string;
+  image: string;
+  cluster: string;
+  podSubnet?: string | null;
+  kudPlugins?: readonly string[] | null;
+  /**
+   * The installer settings the Job's env comes from (`kud-installer`'s data); absent when there
+   * is no such ConfigMap. Their values count, not only their names: a changed setting changes
+   * what the installer does.
+   */
+  installerSettings?: Readonly<Record<string, string>> | null;
+}
+
+/** Version of the hashed form: bump it when the fields change, so old Jobs count as different. */
+const launchHashVersion = 1;
+
+/** Lower-case hex sha256 of a canonical JSON form of the inputs (key order never matters). */
+export function launchHash(inputs: LaunchInputs): string {
+  const settings = inputs.installerSettings;
+  const canonical = {
+    v: launchHashVersion,
+    inventorySha256: inputs.inventorySha256,
+    image: inputs.image,
+    cluster: inputs.cluster,
+    podSubnet: inputs.podSubnet || null,
+    // Order matters to the installer (`--plugins a b` is passed as written).
+    kudPlugins: inputs.kudPlugins && inputs.kudPlugins.length > 0 ? [...inputs.kudPlugins] : [],
+    installerSettings: settings
+      ? Object.keys(settings)
+          .sort()
+          .map((key) => [key, settings[key]])
+      : null,
+  };
+  return sha256Hex(JSON.stringify(canonical));
+}

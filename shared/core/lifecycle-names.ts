@@ -1,0 +1,28 @@
+/**
+ * Names of the Provisioning lifecycle (contract section 10): annotations a user sets, the
+ * finalizer, the cluster-name claims, and the objects the launcher derives beside the Job.
+ */
+
+/** `bpa.akraino.org/retry: <any new value>`: re-run a failed Provisioning for its generation. */
+export const retryAnnotation = 'bpa.akraino.org/retry';
+/** `bpa.akraino.org/cancel: "true"`: delete a running Job, end in Ready=False, reason Cancelled. */
+export const cancelAnnotation = 'bpa.akraino.org/cancel';
+/** Lets the functions clean up (Job, KUD directory, cluster name) before a Provisioning goes. */
+export const cleanupFinalizer = 'bpa.akraino.org/cleanup';
+
+/** Hash of everything that decides what the KUD Job does (see launch-hash.ts). */
+export const launchHashAnnotation = 'bpa.akraino.org/launch-hash';
+/** The retry annotation's value a Job was launched for (a new value asks for a new Job). */
+export const launchRetryAnnotation = 'bpa.akraino.org/retry-of';
+
+/** The installer settings ConfigMap, read from the functions' own namespace (contract section 5). */
+export const installerSettingsName = 'kud-installer';
+/** Its copy next to the Job, in the Provisioning's namespace, owned by the Provisioning. */
+export const installerSettingsCopyName = (cluster: string) => `kud-${cluster}-installer`;
+
+/** The new cluster's kubeconfig (Cluster API convention: key `value`). */
+export const kubeconfigSecretName = (cluster: string) => `${cluster}-admin-kubeconfig`;
+export const kubeconfigSecretKey = 'value';
+
+/** The short Job that removes `/opt/kud/multi-cluster/<cluster>` from the node on deletion. */
+export const cleanupJobName = (cluster: string) => `kud-${cluster}-cleanup`;
