@@ -1,5 +1,5 @@
 /** The objects of one Knative kind (`kind` in API group `group`, any version) among parsed manifests. */
-export const objectsOfKind = (objects: readonly unknown[], group: string, kind: string) =>
+export const objectsOfKind = <T>(objects: readonly T[], group: string, kind: string): T[] =>
   objects.filter((object) => {
     const record = object as { apiVersion?: unknown; kind?: unknown } | null;
     return (

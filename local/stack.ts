@@ -13,7 +13,8 @@ import { firstFreePort } from './stack/free-port.js';
 import { isFunctionName, type FunctionName } from './stack/function-names.js';
 import { startFunctions, type RunningFunction } from './stack/functions.js';
 import { openLogFile, type LogFile } from './stack/log-file.js';
-import { loadKustomization, objectsOfKind } from './stack/manifest-objects.js';
+import { objectsOfKind } from './knative-objects.js';
+import { loadKustomization } from './stack/manifest-objects.js';
 import { startLocalSources, type LocalSources } from './stack/sources.js';
 
 /** The namespace of the manifests' Broker, Triggers and sources. */

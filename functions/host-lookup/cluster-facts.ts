@@ -4,7 +4,7 @@ import type { LeaseIndex } from '../../shared/core/leases.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { callApi } from '../../shared/k8s/api-errors.js';
 import { bareMetalHostsResource } from '../../shared/k8s/resources.js';
-import { listCustomObjects } from '../../shared/k8s/status-writer.js';
+import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
 import type { Logger } from '../../shared/log.js';
 import type { HostLookupConfig } from './config.js';
 import { loadLeases, parseLeasesSource } from './lease-source.js';

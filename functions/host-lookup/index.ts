@@ -3,8 +3,7 @@ import { invalid } from '../../shared/errors.js';
 import { SourceEventTypes, kubeObjectSchema, pingDataSchema } from '../../shared/events/types.js';
 import { provisioningApiVersion, provisioningKind } from '../../shared/schemas/provisioning.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
-import { conditionFor } from '../../shared/k8s/conditions.js';
-import { conditionsOf } from '../../shared/k8s/condition-writer.js';
+import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import {
   ProvisioningCondition,
   provisioningTarget,

@@ -2,7 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { describeError, invalid, transient } from '../../shared/errors.js';
 import { parseLeases, type LeaseIndex } from '../../shared/core/leases.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { readConfigMap } from '../../shared/k8s/upsert.js';
+import { readConfigMap } from '../../shared/k8s/config-maps.js';
 import type { Logger } from '../../shared/log.js';
 
 /** Where the DHCP lease file comes from: a mounted path or a key of a ConfigMap. */

@@ -7,8 +7,8 @@ import { describeIssues } from '../../shared/schemas/issues.js';
 import type { ResolvedNode } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { isTrueFor } from '../../shared/k8s/conditions.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { isTrueFor } from '../../shared/k8s/conditions.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,

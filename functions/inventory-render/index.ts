@@ -12,9 +12,10 @@ import {
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
-import { isTrueFor } from '../../shared/k8s/conditions.js';
+import { isCurrent, writeConditions } from '../../shared/k8s/condition-writer.js';
+import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
+import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
-import { conditionsOf, isCurrent, writeConditions } from '../../shared/k8s/condition-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
@@ -23,7 +24,6 @@ import {
   provisioningTarget,
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
-import { upsertConfigMap } from '../../shared/k8s/upsert.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
 import { inventoryRenderConfigSchema, type InventoryRenderConfig } from './config.js';

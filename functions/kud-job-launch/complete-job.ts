@@ -10,8 +10,9 @@ import { EventTypes, provisioningSubject } from '../../shared/events/types.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { conditionFor, isTrueFor } from '../../shared/k8s/conditions.js';
-import { conditionsOf, writeConditions } from '../../shared/k8s/condition-writer.js';
+import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
+import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
@@ -21,7 +22,6 @@ import {
   provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
 import { creationTimeOf, type StoredObject } from '../../shared/k8s/stored-object.js';
-import { upsertConfigMap } from '../../shared/k8s/upsert.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { jobState, runDurationSeconds } from './job-state.js';

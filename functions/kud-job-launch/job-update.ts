@@ -3,7 +3,7 @@ import { managedByLabel, managedByValue } from '../../shared/core/names.js';
 import type { KubeObjectData } from '../../shared/events/types.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { readProvisioning } from '../../shared/k8s/provisioning.js';
-import { readJob } from '../../shared/k8s/upsert.js';
+import { readJob } from '../../shared/k8s/jobs.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';

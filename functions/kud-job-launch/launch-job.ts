@@ -9,8 +9,10 @@ import { transient } from '../../shared/errors.js';
 import { EventTypes, provisioningSubject, type InventoryRenderedData } from '../../shared/events/types.js';
 import { provisioningSchema, type Provisioning } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { isTrueFor } from '../../shared/k8s/conditions.js';
-import { conditionsOf, isCurrent, writeConditions } from '../../shared/k8s/condition-writer.js';
+import { isCurrent, writeConditions } from '../../shared/k8s/condition-writer.js';
+import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
+import { readConfigMap } from '../../shared/k8s/config-maps.js';
+import { createJobOrGetExisting, deleteJob } from '../../shared/k8s/jobs.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
@@ -18,7 +20,6 @@ import {
   provisioningTarget,
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
-import { createJobOrGetExisting, deleteJob, readConfigMap } from '../../shared/k8s/upsert.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob, functionName } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';

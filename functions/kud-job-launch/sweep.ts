@@ -1,13 +1,12 @@
 import type { CloudEvent } from 'cloudevents';
 import { describeError, transient } from '../../shared/errors.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
-import { conditionFor, isTrueFor } from '../../shared/k8s/conditions.js';
-import { conditionsOf } from '../../shared/k8s/condition-writer.js';
+import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
+import { listInNamespaces } from '../../shared/k8s/custom-objects.js';
+import { readJob } from '../../shared/k8s/jobs.js';
 import { ProvisioningCondition } from '../../shared/k8s/provisioning.js';
 import { provisioningsResource } from '../../shared/k8s/resources.js';
-import { listInNamespaces } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import { readJob } from '../../shared/k8s/upsert.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';

@@ -2,7 +2,7 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import { clusterConfigMapName, clusterLabel } from '../../shared/core/names.js';
 import type { NodeRole } from '../../shared/schemas/node.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { listConfigMaps } from '../../shared/k8s/upsert.js';
+import { listConfigMaps } from '../../shared/k8s/config-maps.js';
 
 /** One host to connect to: a node label with every role it has in the cluster. */
 export interface ClusterNode {

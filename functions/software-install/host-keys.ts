@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { transient } from '../../shared/errors.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
-import { listCustomObjects } from '../../shared/k8s/status-writer.js';
+import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { sha256FingerprintSchema } from './ssh/host-key-policy.js';
 import type { HostKeyVerification } from './ssh/install.js';

@@ -12,7 +12,7 @@ import { provisioningApiVersion } from '../../shared/schemas/provisioning.js';
 import { softwareKind } from '../../shared/schemas/software.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
-import { listCustomObjects } from '../../shared/k8s/status-writer.js';
+import { getCustomObject, listCustomObjects } from '../../shared/k8s/custom-objects.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
 import { softwareInstallConfigSchema, type SoftwareInstallConfig } from './config.js';
@@ -21,7 +21,6 @@ import { softwareInstallMetrics } from './metrics.js';
 import { SoftwareCondition, functionName, softwareRef, softwareTarget } from './software-status.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import { getCustomObject } from '../../shared/k8s/status-writer.js';
 import { announce, needsInstall, sweep } from './sweep.js';
 
 /**

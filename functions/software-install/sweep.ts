@@ -1,10 +1,9 @@
 import type { CloudEvent } from 'cloudevents';
 import { describeError, transient } from '../../shared/errors.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
-import { conditionFor } from '../../shared/k8s/conditions.js';
-import { conditionsOf } from '../../shared/k8s/condition-writer.js';
+import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
+import { listInNamespaces } from '../../shared/k8s/custom-objects.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
-import { listInNamespaces } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { SoftwareInstallConfig } from './config.js';

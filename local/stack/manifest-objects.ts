@@ -57,8 +57,3 @@ export function loadKustomization(dir: string): KubernetesObject[] {
       : { ...object, metadata: { ...object.metadata, namespace } },
   );
 }
-
-/** Objects of one apiVersion group prefix and kind. */
-export function objectsOfKind(objects: readonly KubernetesObject[], group: string, kind: string) {
-  return objects.filter((o) => o.kind === kind && (o.apiVersion ?? '').startsWith(`${group}/`));
-}

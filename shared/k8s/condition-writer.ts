@@ -1,21 +1,8 @@
-import { z } from 'zod';
-import { conditionSchema, type Condition } from '../schemas/kube.js';
+import type { Condition } from '../schemas/kube.js';
 import type { KubeClients } from './clients.js';
-import { setCondition, type ConditionUpdate } from './conditions.js';
-import { updateStatus, type StatusTarget } from './status-writer.js';
+import { conditionsOf, type ConditionUpdate, setCondition } from './conditions.js';
+import { type StatusTarget, updateStatus } from './status-writer.js';
 import type { StoredObject } from './stored-object.js';
-
-const conditionListSchema = z.array(z.unknown());
-
-/** The well-formed conditions of an object's status (anything malformed is dropped). */
-export function conditionsOf(object: StoredObject | undefined): Condition[] {
-  const raw = conditionListSchema.safeParse(object?.status?.conditions);
-  if (!raw.success) return [];
-  return raw.data.flatMap((item) => {
-    const parsed = conditionSchema.safeParse(item);
-    return parsed.success ? [parsed.data] : [];
-  });
-}
 
 /** The object generation a write is about; a write for another uid or generation is stale. */
 export interface GenerationRef {

@@ -1,6 +1,20 @@
-import type { Condition } from '../schemas/kube.js';
+import { z } from 'zod';
+import { conditionSchema, type Condition } from '../schemas/kube.js';
+import type { StoredObject } from './stored-object.js';
 
 export type ConditionStatus = Condition['status'];
+
+const conditionListSchema = z.array(z.unknown());
+
+/** The well-formed conditions of an object's status (anything malformed is dropped). */
+export function conditionsOf(object: StoredObject | undefined): Condition[] {
+  const raw = conditionListSchema.safeParse(object?.status?.conditions);
+  if (!raw.success) return [];
+  return raw.data.flatMap((item) => {
+    const parsed = conditionSchema.safeParse(item);
+    return parsed.success ? [parsed.data] : [];
+  });
+}
 
 /** What a caller states about a condition; lastTransitionTime is computed. */
 export interface ConditionUpdate {

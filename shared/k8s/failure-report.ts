@@ -1,9 +1,9 @@
 import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
+import { type ConditionWriteResult, type GenerationRef, writeConditions } from './condition-writer.js';
 import { conditionFor } from './conditions.js';
-import { writeConditions, type ConditionWriteResult, type GenerationRef } from './condition-writer.js';
-import { recordEvent } from './events.js';
 import type { StatusTarget } from './status-writer.js';
+import { recordEvent } from './events.js';
 import type { ObjectIdentity } from './stored-object.js';
 
 export interface Failure {

@@ -6,7 +6,8 @@ import { provisioningApiVersion, provisioningKind } from '../schemas/provisionin
 import type { KubeClients } from './clients.js';
 import { reportFailure, type Failure } from './failure-report.js';
 import { provisioningsResource } from './resources.js';
-import { getCustomObject, type StatusTarget } from './status-writer.js';
+import { getCustomObject } from './custom-objects.js';
+import type { StatusTarget } from './status-writer.js';
 import type { ObjectIdentity, StoredObject } from './stored-object.js';
 
 /** Provisioning condition types (contract section 8). */

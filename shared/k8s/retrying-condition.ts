@@ -1,7 +1,7 @@
 import { BpaError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
-import { writeConditions, type GenerationRef } from './condition-writer.js';
+import { type GenerationRef, writeConditions } from './condition-writer.js';
 import type { StatusTarget } from './status-writer.js';
 
 /**

@@ -1,7 +1,8 @@
 import type { KubeClients } from './clients.js';
 import type { CustomResource } from './resources.js';
 import type { StoredObject } from './stored-object.js';
-import { callApi, classifyApiError, isConflict, isNotFound, readOrUndefined } from './api-errors.js';
+import { classifyApiError, isConflict, isNotFound } from './api-errors.js';
+import { getCustomObject } from './custom-objects.js';
 import { transient } from '../errors.js';
 
 export interface StatusTarget {
@@ -20,24 +21,6 @@ export type StatusWriteResult =
   | { outcome: 'unchanged'; object: StoredObject }
   /** The object is gone: whatever the event was about is stale. */
   | { outcome: 'gone' };
-
-export async function getCustomObject(
-  clients: KubeClients,
-  target: StatusTarget,
-): Promise<StoredObject | undefined> {
-  const { group, version, plural } = target.resource;
-  return readOrUndefined(
-    `read ${plural} ${target.namespace}/${target.name}`,
-    () =>
-      clients.custom.getNamespacedCustomObject({
-        group,
-        version,
-        plural,
-        namespace: target.namespace,
-        name: target.name,
-      }) as Promise<StoredObject>,
-  );
-}
 
 /**
  * Read-modify-write of a status subresource: reads the object fresh, applies the mutation, and
@@ -91,44 +74,4 @@ export async function replaceStatus(
     if (isNotFound(error)) return { outcome: 'gone' };
     throw classifyApiError(error, `update the status of ${plural} ${target.namespace}/${target.name}`);
   }
-}
-
-/** Lists a custom resource in one namespace or, without one, in all namespaces. */
-export async function listCustomObjects(
-  clients: KubeClients,
-  resource: CustomResource,
-  options: { namespace?: string; labelSelector?: string } = {},
-): Promise<StoredObject[]> {
-  const { group, version, plural } = resource;
-  const where = options.namespace ? `namespace ${options.namespace}` : 'all namespaces';
-  const list = (await callApi(`list ${plural} in ${where}`, () =>
-    options.namespace
-      ? clients.custom.listNamespacedCustomObject({
-          group,
-          version,
-          plural,
-          namespace: options.namespace,
-          labelSelector: options.labelSelector,
-        })
-      : clients.custom.listClusterCustomObject({
-          group,
-          version,
-          plural,
-          labelSelector: options.labelSelector,
-        }),
-  )) as { items?: StoredObject[] };
-  return list.items ?? [];
-}
-
-/** Lists in each of `namespaces`, or in all namespaces when the list is empty (the sweeps' scope). */
-export async function listInNamespaces(
-  clients: KubeClients,
-  resource: CustomResource,
-  namespaces: readonly string[],
-): Promise<StoredObject[]> {
-  if (namespaces.length === 0) return listCustomObjects(clients, resource);
-  const lists = await Promise.all(
-    namespaces.map((namespace) => listCustomObjects(clients, resource, { namespace })),
-  );
-  return lists.flat();
 }
