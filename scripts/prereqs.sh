@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Everything `npm test` and `npm start` need beyond node_modules, installed idempotently:
-# Debian packages (OpenSSH server for the SSH tests, Chromium for the live-view test), the Go-built control plane
+# Debian packages (OpenSSH server for the SSH tests and the lab, Ansible for the KUD stand-in, Chromium for the
+# live-view test), the Go-built control plane
 # (kube-apiserver + etcd, cached per version), the compiled TypeScript, and (for tests) typecheck + lint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# `prereqs.sh test` (npm test) needs the Debian packages; `prereqs.sh start` (npm start, the demo,
-# whose lab hosts are simulated in-process) does not.
+# `prereqs.sh test` (npm test) needs the Debian packages. `prereqs.sh start` (npm start, the demo)
+# needs OpenSSH and Ansible only as root: the demo then runs on the node, with real sshd lab hosts
+# and the KUD stand-in; without root it falls back to the control plane alone and in-process hosts.
 purpose=${1:-test}
 need_apt=()
+if [ "$purpose" = test ] || [ "$(id -u)" = 0 ]; then
+  [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)   # real sshd hosts (SSH tests, the demo's lab)
+  [ -x /usr/bin/ansible ] || need_apt+=(ansible)          # the KUD installer stand-in (local/kud-stand-in)
+fi
 if [ "$purpose" = test ]; then
-  [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)   # real sshd hosts in the SSH tests
   [ -x /usr/bin/chromium ] || need_apt+=(chromium)        # the live view's browser test
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then

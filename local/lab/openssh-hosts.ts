@@ -1,9 +1,12 @@
 /**
- * Real OpenSSH servers for tests and benchmarks: one `sshd -D` per host address 127.0.0.N
- * (N from 2 upward) on one shared port, so each simulated node has its own IP as in a real
- * cluster. Each host has its own ed25519 host key and config, and a ForceCommand recorder that
- * writes the exact `$SSH_ORIGINAL_COMMAND` of every session to a file, then behaves as told
- * (succeed, fail with a code and stderr, hang, or take a second), instead of running apt.
+ * Real OpenSSH servers for the demo's lab, tests and benchmarks: one `sshd -D` per host address
+ * (127.0.0.N, N from 2 upward, unless given) on one shared port, so each lab node has its own IP
+ * as in a real cluster. Each host has its own ed25519 host key and config, and a ForceCommand
+ * recorder that writes the exact `$SSH_ORIGINAL_COMMAND` of every session to a file, then behaves
+ * as told: succeed, fail with a code and stderr, hang, take a second (all instead of running the
+ * command), `shell` (run the command for real, as the login user: Ansible's modules) or `lab`
+ * (the demo's hosts: apt-get commands are recorded and answered, never run; anything else, such
+ * as the KUD stand-in's `ansible -m ping`, runs for real).
  *
  * Needs root (sshd privilege separation) and Debian's openssh-server (scripts/prereqs.sh).
  * Only async child processes here: a blocking `ssh` call would freeze an ssh2 Server in the
@@ -31,7 +34,11 @@ export type SshHostBehaviour =
   /** Accept the session and never answer within `seconds` (a hung host). */
   | { kind: 'hang'; seconds: number }
   /** Sleep `seconds`, then exit 0 (the fan-out benchmark's one-second command). */
-  | { kind: 'slow'; seconds: number };
+  | { kind: 'slow'; seconds: number }
+  /** Run the command for real, as the login user (Ansible's ping module needs a real Python). */
+  | { kind: 'shell' }
+  /** The demo lab: apt-get commands recorded and answered with marked output, others run for real. */
+  | { kind: 'lab' };
 
 /** Default login user of the test hosts (not root: see StartSshHostsOptions.username). */
 export const testSshUser = 'bpa-ssh-test';
@@ -72,6 +79,10 @@ export interface StartSshHostsOptions {
   behaviours?: SshHostBehaviour[];
   /** First N of 127.0.0.N. Default 2. */
   firstAddress?: number;
+  /** The hosts' addresses (then `count` is their number): loopback or the lab's own networks only. */
+  addresses?: readonly string[];
+  /** One port for every host (e.g. 22, as a rendered inventory says). Default: a free one. */
+  port?: number;
   /**
    * The login user. Default: `testSshUser`, created if missing with /bin/sh as its shell, because
    * root's bash here sources a slow .bashrc (seconds per session). Pass 'root' to test root.
@@ -113,8 +124,10 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
 
   const firstAddress = options.firstAddress ?? 2;
   const states: HostState[] = [];
-  for (let i = 0; i < options.count; i++) {
+  const count = options.addresses?.length ?? options.count;
+  for (let i = 0; i < count; i++) {
     const index = firstAddress + i;
+    const ip = options.addresses?.[i] ?? `127.0.0.${index}`;
     const dir = join(root, 'hosts', String(index));
     await mkdir(join(dir, 'commands'), { recursive: true });
     await mkdir(join(dir, 'pids'), { recursive: true });
@@ -124,7 +137,7 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
       index,
       dir,
       host: {
-        ip: `127.0.0.${index}`,
+        ip,
         port: 0,
         hostKeyFingerprint: '',
         knownHostsLine: '',
@@ -146,11 +159,11 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
   // A port free on every address; retried when another process takes it before sshd binds.
   let port = 0;
   for (let attempt = 1; ; attempt++) {
-    port = await freePortOnAll(states.map((s) => s.host.ip));
+    port = options.port ?? (await freePortOnAll(states.map((s) => s.host.ip)));
     const started = await Promise.all(states.map((s) => startSshd(s, root, port, username)));
     if (started.every(Boolean)) break;
     await Promise.all(states.map(stopSshd));
-    if (attempt === 5) {
+    if (attempt === 5 || options.port !== undefined) {
       const logs = await Promise.all(
         states.map((s) => readFile(join(s.dir, 'sshd.log'), 'utf8').catch(() => '')),
       );
@@ -211,6 +224,21 @@ function behaviourScript(behaviour: SshHostBehaviour): string {
       return `echo $$ > "$host_dir/pids/$$"\nexec sleep ${Math.trunc(behaviour.seconds)}\n`;
     case 'slow':
       return `sleep ${behaviour.seconds}\nexit 0\n`;
+    case 'shell':
+      return 'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n';
+    case 'lab':
+      return [
+        'case $SSH_ORIGINAL_COMMAND in',
+        '  *apt-get*)',
+        // SSH_CONNECTION: client address, client port, server address, server port.
+        '    set -- $SSH_CONNECTION',
+        `    printf '[bpa demo lab host %s: apt-get recorded, NOT run; nothing is installed]\\n' "$3"`,
+        "    printf 'Reading package lists... Done\\nSetting up packages (recorded, not installed)\\n'",
+        '    exit 0 ;;',
+        'esac',
+        'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"',
+        '',
+      ].join('\n');
   }
 }
 
