@@ -49,7 +49,7 @@ export interface SshTestHost {
   port: number;
   /** Current host key, as `ssh-keygen -lf` prints it: `SHA256:...`. */
   hostKeyFingerprint: string;
-  /** `[ip]:port ssh-ed25519 AAAA...` for a known_hosts text. */
+  /** `[ip]:port ssh-ed25519 AAAA...` (`ip ssh-ed25519 ...` on port 22) for a known_hosts text. */
   knownHostsLine: string;
   /** Every command sessions asked for, oldest first, exactly as sshd received it. */
   commands(): string[];
@@ -84,6 +84,11 @@ export interface StartSshHostsOptions {
   /** One port for every host (e.g. 22, as a rendered inventory says). Default: a free one. */
   port?: number;
   /**
+   * Network namespace of each host, by position (the lab's hosts on the node's network); each
+   * host's address must be one of its namespace's. Default: this process's namespace.
+   */
+  netns?: readonly (string | undefined)[];
+  /**
    * The login user. Default: `testSshUser`, created if missing with /bin/sh as its shell, because
    * root's bash here sources a slow .bashrc (seconds per session). Pass 'root' to test root.
    */
@@ -94,6 +99,7 @@ interface HostState {
   host: SshTestHost;
   index: number;
   dir: string;
+  netns?: string;
   process?: ChildProcess;
 }
 
@@ -133,9 +139,11 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
     await mkdir(join(dir, 'pids'), { recursive: true });
     await chmod(join(dir, 'commands'), 0o777);
     await chmod(join(dir, 'pids'), 0o777);
+    const netns = options.netns?.[i];
     const state: HostState = {
       index,
       dir,
+      ...(netns ? { netns } : {}),
       host: {
         ip,
         port: 0,
@@ -275,7 +283,7 @@ async function newHostKey(state: HostState): Promise<void> {
   if (!fingerprint?.startsWith('SHA256:')) throw new Error(`unexpected ssh-keygen -l output: ${stdout}`);
   state.host.hostKeyFingerprint = fingerprint;
   const [type, blob] = (await readFile(keyPath + '.pub', 'utf8')).trim().split(' ');
-  state.host.knownHostsLine = `[${state.host.ip}]:${state.host.port} ${type} ${blob}`;
+  state.host.knownHostsLine = `${knownHostsName(state.host.ip, state.host.port)} ${type} ${blob}`;
 }
 
 function sshdConfig(state: HostState, root: string, port: number, username: string): string {
@@ -313,13 +321,16 @@ function sshdConfig(state: HostState, root: string, port: number, username: stri
 async function startSshd(state: HostState, root: string, port: number, username: string): Promise<boolean> {
   state.host.port = port;
   state.host.knownHostsLine = state.host.knownHostsLine.replace(
-    /^\[[^\]]+\]:\d+ /,
-    `[${state.host.ip}]:${port} `,
+    /^\S+ /,
+    `${knownHostsName(state.host.ip, port)} `,
   );
   const configPath = join(state.dir, 'sshd_config');
   await writeFile(configPath, sshdConfig(state, root, port, username));
   const log = openSync(join(state.dir, 'sshd.log'), 'a');
-  const child = spawn(sshdPath, ['-D', '-e', '-f', configPath], { stdio: ['ignore', log, log] });
+  const sshd = [sshdPath, '-D', '-e', '-f', configPath];
+  // `ip netns exec` enters the namespace and execs sshd: the child's pid is sshd's.
+  const [command, ...args] = state.netns ? ['ip', 'netns', 'exec', state.netns, ...sshd] : sshd;
+  const child = spawn(command!, args, { stdio: ['ignore', log, log] });
   closeSync(log);
   state.process = child;
   const exited = once(child, 'exit').then(() => false);
@@ -360,6 +371,9 @@ async function killLeftoverSessions(state: HostState): Promise<void> {
     }
   }
 }
+
+/** The host name OpenSSH writes in known_hosts: `ip` on port 22, `[ip]:port` otherwise. */
+const knownHostsName = (ip: string, port: number) => (port === 22 ? ip : `[${ip}]:${port}`);
 
 /** True when an SSH server greets on ip:port. */
 function sshBanner(ip: string, port: number): Promise<boolean> {
