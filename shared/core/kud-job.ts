@@ -24,10 +24,13 @@ export interface KudJobOptions {
   activeDeadlineSeconds?: number;
   sshKeySecret?: string;
   /**
-   * The ConfigMap the container's env comes from. `kud-installer` by default (what `bpa render`
-   * shows); the launcher names its copy of the functions' settings (contract section 5).
+   * The installer settings, as read by the launcher from `kud-installer` in the functions' own
+   * namespace (contract section 5). Given: they are written into the container's `env` (sorted
+   * by name) and no ConfigMap is referenced, so nothing in the Provisioning's namespace, where a
+   * tenant may write ConfigMaps, can change the env of this privileged pod; the pod template of
+   * a Job is immutable. Absent: `envFrom` the optional `kud-installer` (what `bpa render` shows).
    */
-  installerSettingsConfigMap?: string;
+  installerEnv?: Readonly<Record<string, string>>;
 }
 
 export interface KudJobInput {
@@ -64,6 +67,12 @@ export function kudInstallerScript(
   ].join('; ');
 }
 
+function installerEnvOf(settings: Readonly<Record<string, string>> | undefined) {
+  if (!settings) return { envFrom: [{ configMapRef: { name: 'kud-installer', optional: true } }] };
+  const names = Object.keys(settings).sort();
+  return { env: names.map((name) => ({ name, value: settings[name] ?? '' })) };
+}
+
 /** The Job `kud-<cluster>` that installs KUD on the cluster's nodes (contract section 5). */
 export function buildKudJob(input: KudJobInput, options: KudJobOptions = {}): V1Job {
   const { owner, cluster } = input;
@@ -94,14 +103,7 @@ export function buildKudJob(input: KudJobInput, options: KudJobOptions = {}): V1
               securityContext: { privileged: true },
               command: ['/bin/sh', '-c'],
               args: [kudInstallerScript(cluster, input.podSubnet, input.kudPlugins)],
-              envFrom: [
-                {
-                  configMapRef: {
-                    name: options.installerSettingsConfigMap ?? 'kud-installer',
-                    optional: true,
-                  },
-                },
-              ],
+              ...installerEnvOf(options.installerEnv),
               volumeMounts: [
                 { name: 'multi-cluster', mountPath: kudMultiClusterPath },
                 { name: 'ssh-key', mountPath: sshKeyMountPath, readOnly: true },

@@ -17,8 +17,6 @@ export const launchRetryAnnotation = 'bpa.akraino.org/retry-of';
 
 /** The installer settings ConfigMap, read from the functions' own namespace (contract section 5). */
 export const installerSettingsName = 'kud-installer';
-/** Its copy next to the Job, in the Provisioning's namespace, owned by the Provisioning. */
-export const installerSettingsCopyName = (cluster: string) => `kud-${cluster}-installer`;
 
 /** The new cluster's kubeconfig (Cluster API convention: key `value`). */
 export const kubeconfigSecretName = (cluster: string) => `${cluster}-admin-kubeconfig`;

@@ -1,39 +1,10 @@
-import type { V1ConfigMap, V1Job, V1Secret } from '@kubernetes/client-node';
+import type { V1Job, V1Secret } from '@kubernetes/client-node';
 import { kudMultiClusterPath } from './kud-job.js';
-import {
-  cleanupJobName,
-  installerSettingsCopyName,
-  kubeconfigSecretKey,
-  kubeconfigSecretName,
-} from './lifecycle-names.js';
+import { cleanupJobName, kubeconfigSecretKey, kubeconfigSecretName } from './lifecycle-names.js';
 import { clusterLabel, managedByLabel, managedByValue } from './names.js';
 import { provisioningOwnerReference, type ProvisioningOwner } from './owner.js';
 
 const managedLabels = (cluster: string) => ({ [clusterLabel]: cluster, [managedByLabel]: managedByValue });
-
-/**
- * The copy of the functions' `kud-installer` settings next to the Job (contract section 5).
- * Immutable: once written its data cannot be edited in place, and the launch hash covers the
- * data, so a copy that differs from the settings is never taken as current.
- */
-export function buildInstallerSettingsCopy(
-  owner: ProvisioningOwner,
-  cluster: string,
-  data: Readonly<Record<string, string>>,
-): V1ConfigMap {
-  return {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: {
-      name: installerSettingsCopyName(cluster),
-      namespace: owner.namespace,
-      labels: managedLabels(cluster),
-      ownerReferences: [provisioningOwnerReference(owner)],
-    },
-    immutable: true,
-    data: { ...data },
-  };
-}
 
 /** `<cluster>-admin-kubeconfig` (key `value`), owned by the Provisioning (contract section 10). */
 export function buildKubeconfigSecret(

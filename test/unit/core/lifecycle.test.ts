@@ -10,11 +10,7 @@ import {
 import { failedByDeadline, jobProgress, newestPod } from '../../../shared/core/job-progress.js';
 import { buildKudJob } from '../../../shared/core/kud-job.js';
 import { launchHash, type LaunchInputs } from '../../../shared/core/launch-hash.js';
-import {
-  buildCleanupJob,
-  buildInstallerSettingsCopy,
-  buildKubeconfigSecret,
-} from '../../../shared/core/lifecycle-objects.js';
+import { buildCleanupJob, buildKubeconfigSecret } from '../../../shared/core/lifecycle-objects.js';
 import { isOwnedBy, markManaged, ownershipConflict } from '../../../shared/core/ownership.js';
 import { provisioningOwnerReference } from '../../../shared/core/owner.js';
 import { labelsChanged, labelsToRecord, recordedLabelsOf } from '../../../shared/core/recorded-labels.js';
@@ -144,22 +140,18 @@ describe('ownership (never adopt)', () => {
 });
 
 describe('objects beside the Job', () => {
-  it('copies the installer settings, immutable and owned', () => {
-    const copy = buildInstallerSettingsCopy(owner, 'edge', { A: '1' });
-    expect(copy).toMatchObject({
-      metadata: { name: 'kud-edge-installer', namespace: 'tenant', labels: { cluster: 'edge' } },
-      immutable: true,
-      data: { A: '1' },
-    });
-    expect(isOwnedBy(copy.metadata, owner)).toBe(true);
-  });
-  it('points the KUD Job env at the copy when asked, at kud-installer otherwise', () => {
+  it('writes the functions’ installer settings into the KUD Job env, kud-installer by reference otherwise', () => {
     const input = { owner, cluster: 'edge', inventorySha256: 'a'.repeat(64) };
-    const envOf = (job: V1Job) => job.spec?.template.spec?.containers[0]?.envFrom;
-    expect(envOf(buildKudJob(input))).toEqual([{ configMapRef: { name: 'kud-installer', optional: true } }]);
-    expect(envOf(buildKudJob(input, { installerSettingsConfigMap: 'kud-edge-installer' }))).toEqual([
-      { configMapRef: { name: 'kud-edge-installer', optional: true } },
+    const container = (job: V1Job) => job.spec?.template.spec?.containers[0];
+    expect(container(buildKudJob(input))?.envFrom).toEqual([
+      { configMapRef: { name: 'kud-installer', optional: true } },
     ]);
+    const withSettings = container(buildKudJob(input, { installerEnv: { B: '2', A: '1' } }));
+    expect(withSettings?.env).toEqual([
+      { name: 'A', value: '1' },
+      { name: 'B', value: '2' },
+    ]);
+    expect(withSettings?.envFrom).toBeUndefined();
   });
   it('publishes the kubeconfig under key value', () => {
     const secret = buildKubeconfigSecret(owner, 'edge', 'apiVersion: v1\n');
