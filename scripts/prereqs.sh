@@ -17,6 +17,8 @@ if [ "$purpose" = test ] || [ "$(id -u)" = 0 ]; then
 fi
 if [ "$purpose" = test ]; then
   [ -x /usr/bin/chromium ] || need_apt+=(chromium)        # the live view's browser test
+  [ -x /usr/bin/mmdebstrap ] || need_apt+=(mmdebstrap)    # the real Debian root of the apt tests
+  [ -x /usr/bin/dpkg-scanpackages ] || need_apt+=(dpkg-dev) # its local apt repository
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
@@ -30,6 +32,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 bash engines/build.sh >/dev/null
+if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
+  # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.
+  bash scripts/debian-root.sh >/dev/null
+fi
 npm run --silent build
 if [ "$purpose" = test ]; then
   npm run --silent typecheck

@@ -15,6 +15,7 @@ import fc from 'fast-check';
 import { BpaError } from '../../shared/errors.js';
 import {
   buildInstallCommand,
+  defaultLockTimeoutSeconds,
   packageNamePattern,
   packageVersionPattern,
   packageWord,
@@ -83,7 +84,9 @@ describe('the SSH install command and hostile package words', () => {
     // One real shell runs every accepted command, each followed by a separator line.
     const separator = '--- end of command ---';
     const script = accepted.map(({ command }) => `${command}\necho '${separator}'`).join('\n');
-    const { stdout } = await run('sh', ['-c', script], {
+    // From a file: a thousand commands exceed the kernel's limit for one argument.
+    await writeFile(join(bin, 'commands.sh'), script);
+    const { stdout } = await run('sh', [join(bin, 'commands.sh')], {
       env: { PATH: `${bin}:/usr/bin:/bin` },
       maxBuffer: 64 * 1024 * 1024,
     });
@@ -91,7 +94,10 @@ describe('the SSH install command and hostile package words', () => {
     expect(outputs).toHaveLength(accepted.length);
     const mismatches: unknown[] = [];
     accepted.forEach(({ command, words }, index) => {
-      const expected = ['update', 'install', '-y', '--', ...words].map((w) => `[${w}]\n`).join('');
+      const lock = ['-o', `DPkg::Lock::Timeout=${defaultLockTimeoutSeconds}`];
+      const expected = [...lock, 'update', ...lock, 'install', '-y', '--', ...words]
+        .map((w) => `[${w}]\n`)
+        .join('');
       const same = outputs[index] === expected;
       tally.record('Bad input', same);
       if (same) executed++;

@@ -4,9 +4,9 @@ import { BpaError, invalid } from '../../../shared/errors.js';
 /**
  * The remote install command, built from validated package words.
  *
- * Exact form (tested byte for byte; users read it in status):
+ * Exact form (tested byte for byte; users read it in status), with the lock timeout in seconds:
  *
- *   env DEBIAN_FRONTEND=noninteractive sh -c 'apt-get update && apt-get install -y -- "$@"' sh 'htop' 'curl=7.88.1'
+ *   env DEBIAN_FRONTEND=noninteractive sh -c '<installScript(300)>' sh 'htop' 'curl=7.88.1'
  *
  * and, when the SSH user is not root, the same prefixed with `sudo -n `, so the whole of it
  * (environment, update and install) runs under sudo without ever prompting.
@@ -85,13 +85,43 @@ export function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The constant script the inner `sh -c` runs; packages arrive as "$@". */
-export const installScript = 'apt-get update && apt-get install -y -- "$@"';
+/** Seconds apt waits for the dpkg lock when it is not given (contract section 11). */
+export const defaultLockTimeoutSeconds = 300;
+
+/**
+ * The script the inner `sh -c` runs; packages arrive as "$@", the only variable part is the lock
+ * timeout (an integer). Three things beyond `apt-get update && apt-get install -y`:
+ * - `-o DPkg::Lock::Timeout=<s>`: apt waits for the dpkg lock held by another apt (an unattended
+ *   upgrade, an administrator) instead of failing at once. (apt's lists lock, taken by `update`,
+ *   has no such wait: the per-host Lease serialises our own runs, retries cover a foreign one.)
+ * - When the install fails and dpkg's journal (/var/lib/dpkg/updates) is not empty, an earlier run
+ *   was killed in the middle of dpkg ("dpkg was interrupted"): run `dpkg --configure -a` once,
+ *   say so on stderr, and install again with `--reinstall`: a package killed while unpacking
+ *   (half-installed, which `--configure -a` cannot finish) is unpacked anew when it is asked for.
+ * - Otherwise apt's own exit code is the script's.
+ */
+export function installScript(lockTimeoutSeconds: number = defaultLockTimeoutSeconds): string {
+  if (!Number.isInteger(lockTimeoutSeconds) || lockTimeoutSeconds < 0)
+    throw new RangeError(`lock timeout must be a whole number of seconds, got ${lockTimeoutSeconds}`);
+  return [
+    `apt_get() { apt-get -o DPkg::Lock::Timeout=${lockTimeoutSeconds} "$@"; }`,
+    'apt_get update && { apt_get install -y -- "$@" || { rc=$?',
+    '[ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ] || exit $rc',
+    `echo "${interruptedNotice}" >&2`,
+    'dpkg --configure -a && apt_get install --reinstall -y -- "$@"; }; }',
+  ].join('; ');
+}
+
+/** What the script prints on stderr before repairing an interrupted dpkg (status shows it). */
+export const interruptedNotice =
+  'bpa-functions: dpkg was interrupted by an earlier run; running dpkg --configure -a';
 
 export interface InstallCommandInput {
   packages: readonly PackageSpec[];
   /** The SSH user: anyone but root gets `sudo -n`. */
   username: string;
+  /** `-o DPkg::Lock::Timeout`; default defaultLockTimeoutSeconds. */
+  lockTimeoutSeconds?: number;
 }
 
 /**
@@ -99,7 +129,7 @@ export interface InstallCommandInput {
  * Identical words are installed once, in first-seen order (a node in both roles gets both lists).
  * Throws BpaError (invalid) on the first bad word, so nothing is sent anywhere.
  */
-export function buildInstallCommand({ packages, username }: InstallCommandInput): string {
+export function buildInstallCommand({ packages, username, lockTimeoutSeconds }: InstallCommandInput): string {
   const words = [...new Set(packages.map(packageWord))];
   if (words.length === 0) {
     throw new BpaError(
@@ -113,7 +143,7 @@ export function buildInstallCommand({ packages, username }: InstallCommandInput)
     'DEBIAN_FRONTEND=noninteractive',
     'sh',
     '-c',
-    shellQuote(installScript),
+    shellQuote(installScript(lockTimeoutSeconds)),
     'sh',
     ...words.map(shellQuote),
   ].join(' ');

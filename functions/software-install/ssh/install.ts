@@ -38,13 +38,17 @@ export interface PlannedHostInstall {
  * Validates every package of every host and renders each command, before anything connects.
  * Throws BpaError (invalid) on the first bad word. Hosts without packages get no session.
  */
-export function planInstall(hosts: readonly HostInstallTarget[], username: string): PlannedHostInstall[] {
+export function planInstall(
+  hosts: readonly HostInstallTarget[],
+  username: string,
+  lockTimeoutSeconds?: number,
+): PlannedHostInstall[] {
   return hosts
     .filter((host) => host.packages.length > 0)
     .map((host) => ({
       node: host.node,
       ip: host.ip,
-      command: buildInstallCommand({ packages: host.packages, username }),
+      command: buildInstallCommand({ packages: host.packages, username, lockTimeoutSeconds }),
     }));
 }
 

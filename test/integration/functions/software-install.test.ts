@@ -5,6 +5,7 @@
  * trust on first use then enforcement, hosts failing alone, and injection stopped before any
  * connection.
  */
+import { installScript } from '../../../functions/software-install/ssh/command.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
@@ -19,7 +20,7 @@ import { bpaGroup, createBareMetalHost, createProvisioning, provisioningObject }
 
 const cluster = useTestCluster();
 
-const script = `'apt-get update && apt-get install -y -- "$@"' sh`;
+const script = `'${installScript()}' sh`;
 const command = (words: string[]) =>
   `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c ${script} ${words.map((w) => `'${w}'`).join(' ')}`;
 

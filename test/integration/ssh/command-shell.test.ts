@@ -20,7 +20,8 @@ beforeAll(async () => {
   await writeFile(join(dir, 'sudo'), '#!/bin/sh\n[ "$1" = -n ] || exit 99\nshift\nexec "$@"\n');
   await writeFile(
     join(dir, 'apt-get'),
-    '#!/bin/sh\n[ "$1" = update ] && exit 0\nprintf "%s\\n" "$DEBIAN_FRONTEND" > "$OUT"\nprintf "%s\\0" "$@" >> "$OUT"\n',
+    // `-o <option>` pairs (the dpkg lock timeout) come first; only the words after them matter here.
+    '#!/bin/sh\nwhile [ "$1" = -o ]; do shift 2; done\n[ "$1" = update ] && exit 0\nprintf "%s\\n" "$DEBIAN_FRONTEND" > "$OUT"\nprintf "%s\\0" "$@" >> "$OUT"\n',
   );
   await chmod(join(dir, 'sudo'), 0o755);
   await chmod(join(dir, 'apt-get'), 0o755);

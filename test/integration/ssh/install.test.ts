@@ -1,3 +1,4 @@
+import { installScript } from '../../../functions/software-install/ssh/command.js';
 import { BpaError } from '../../../shared/errors.js';
 import {
   packagesForRoles,
@@ -15,7 +16,7 @@ const software = {
   masterSoftware: ['htop', { curl: { version: '7.88.1-10+deb12u5' } }],
   workerSoftware: ['g++', { 'libstdc++6': { version: '1:12.2.0-14~bpo+1' } }, 'htop'],
 };
-const script = `'apt-get update && apt-get install -y -- "$@"' sh`;
+const script = `'${installScript()}' sh`;
 const masterCommand = `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c ${script} 'htop' 'curl=7.88.1-10+deb12u5'`;
 const workerCommand = `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c ${script} 'g++' 'libstdc++6=1:12.2.0-14~bpo+1' 'htop'`;
 // Both roles: one session, both lists, htop once.

@@ -5,20 +5,23 @@ import {
 } from '../../../functions/software-install/ssh/command.js';
 import { packagesForRoles } from '../../../functions/software-install/ssh/install.js';
 
+const script =
+  "'" +
+  String.raw`apt_get() { apt-get -o DPkg::Lock::Timeout=300 "$@"; }; apt_get update && { apt_get install -y -- "$@" || { rc=$?; [ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ] || exit $rc; echo "bpa-functions: dpkg was interrupted by an earlier run; running dpkg --configure -a" >&2; dpkg --configure -a && apt_get install --reinstall -y -- "$@"; }; }` +
+  "'";
+
 test('root: the exact command text', () => {
   expect(
     buildInstallCommand({
       packages: [{ name: 'htop' }, { name: 'curl', version: '7.88.1' }],
       username: 'root',
     }),
-  ).toBe(
-    `env DEBIAN_FRONTEND=noninteractive sh -c 'apt-get update && apt-get install -y -- "$@"' sh 'htop' 'curl=7.88.1'`,
-  );
+  ).toBe(`env DEBIAN_FRONTEND=noninteractive sh -c ${script} sh 'htop' 'curl=7.88.1'`);
 });
 
 test('any other user: the same under sudo -n', () => {
   expect(buildInstallCommand({ packages: [{ name: 'htop' }], username: 'ubuntu' })).toBe(
-    `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c 'apt-get update && apt-get install -y -- "$@"' sh 'htop'`,
+    `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c ${script} sh 'htop'`,
   );
 });
 

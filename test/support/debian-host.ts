@@ -1,0 +1,311 @@
+/**
+ * Real Debian hosts for tests and benchmarks: each one is a real OpenSSH `sshd` on its own
+ * 127.0.0.N whose sessions run, as root, inside their own copy of a real Debian root (built by
+ * mmdebstrap, scripts/debian-root.sh, cached under ~/.cache/bpa-functions/). Nothing is recorded or
+ * faked: `apt-get` and `dpkg` run for real, from the root's only apt source, a local `file:`
+ * repository inside it (so nothing reaches the network).
+ *
+ * How: one private mount namespace per host (`unshare --mount`), in which an overlayfs (lower: the
+ * cached root, upper: this host's own directory) is mounted with /proc, and sshd runs there with
+ * `ChrootDirectory` set to it. The mounts live and die with that sshd; the cache is never written.
+ *
+ * Needs root, overlayfs, util-linux (unshare, nsenter), openssh-server, and the cache
+ * (scripts/prereqs.sh builds it).
+ */
+import { execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, openSync, closeSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const repoRoot = resolve(import.meta.dirname, '..', '..');
+
+/** The cached Debian root (built on first use, then reused): `<cache>/rootfs`. */
+export async function debianRootCache(): Promise<string> {
+  const { stdout } = await run('bash', [join(repoRoot, 'scripts', 'debian-root.sh')], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const cache = stdout.trim().split('\n').at(-1) ?? '';
+  if (!existsSync(join(cache, 'ready')))
+    throw new Error(`scripts/debian-root.sh printed no ready cache: ${stdout}`);
+  return cache;
+}
+
+export interface DebianHost {
+  /** 127.0.0.N */
+  ip: string;
+  port: number;
+  /** `[ip]:port ssh-ed25519 AAAA...` */
+  knownHostsLine: string;
+  /** Runs `sh -c script` as root inside this host's Debian root (not through SSH): for checks. */
+  shell(script: string): Promise<{ stdout: string; stderr: string; code: number }>;
+  /** Processes running inside this host (its mount namespace), with their command lines. */
+  processes(): Promise<{ pid: number; command: string }[]>;
+}
+
+export interface DebianHosts {
+  hosts: DebianHost[];
+  port: number;
+  username: 'root';
+  privateKey: string;
+  knownHosts(): string;
+  stopAll(): Promise<void>;
+}
+
+interface HostState {
+  host: DebianHost;
+  dir: string;
+  merged: string;
+  process?: ChildProcess;
+}
+
+/** Where the per-host roots go: ChrootDirectory wants root-owned, non-writable path components (/tmp is not). */
+const runDir = '/run/bpa-functions/debian-hosts';
+
+export async function startDebianHosts(options: {
+  count: number;
+  firstAddress?: number;
+}): Promise<DebianHosts> {
+  if (process.getuid?.() !== 0) throw new Error('startDebianHosts needs root (mounts, sshd)');
+  const lower = join(await debianRootCache(), 'rootfs');
+  await mkdir('/run/sshd', { recursive: true });
+  await mkdir(runDir, { recursive: true, mode: 0o755 });
+  const root = await mkdtemp(join(runDir, 'lab-'));
+  await chmod(root, 0o755);
+  await run('ssh-keygen', [
+    '-q',
+    '-t',
+    'ed25519',
+    '-N',
+    '',
+    '-C',
+    'bpa-test-client',
+    '-f',
+    join(root, 'client_key'),
+  ]);
+  const privateKey = await readFile(join(root, 'client_key'), 'utf8');
+  await writeFile(join(root, 'authorized_keys'), await readFile(join(root, 'client_key.pub')), {
+    mode: 0o644,
+  });
+
+  const first = options.firstAddress ?? 2;
+  const states: HostState[] = [];
+  for (let i = 0; i < options.count; i++) {
+    const index = first + i;
+    const dir = join(root, String(index));
+    const merged = join(dir, 'merged');
+    for (const sub of ['upper', 'work', 'merged'])
+      await mkdir(join(dir, sub), { recursive: true, mode: 0o755 });
+    const keyPath = join(dir, 'host_ed25519_key');
+    await run('ssh-keygen', [
+      '-q',
+      '-t',
+      'ed25519',
+      '-N',
+      '',
+      '-C',
+      `bpa-debian-host-${index}`,
+      '-f',
+      keyPath,
+    ]);
+    const [type, blob] = (await readFile(keyPath + '.pub', 'utf8')).trim().split(' ');
+    const state: HostState = {
+      dir,
+      merged,
+      host: {
+        ip: `127.0.0.${index}`,
+        port: 0,
+        knownHostsLine: `${type} ${blob}`,
+        shell: (script) => shellIn(state, script),
+        processes: () => processesIn(state),
+      },
+    };
+    states.push(state);
+  }
+
+  let port = 0;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePortOnAll(states.map((s) => s.host.ip));
+    const started = await Promise.all(states.map((s) => startSshd(s, root, lower, port)));
+    if (started.every(Boolean)) break;
+    await Promise.all(states.map(stopSshd));
+    if (attempt === 5) {
+      const logs = await Promise.all(
+        states.map((s) => readFile(join(s.dir, 'sshd.log'), 'utf8').catch(() => '')),
+      );
+      throw new Error(`sshd in the Debian roots did not start on port ${port}:\n${logs.join('\n')}`);
+    }
+  }
+  for (const state of states)
+    state.host.knownHostsLine = `[${state.host.ip}]:${port} ${state.host.knownHostsLine.split(' ').slice(-2).join(' ')}`;
+
+  return {
+    hosts: states.map((s) => s.host),
+    port,
+    username: 'root',
+    privateKey,
+    knownHosts: () => states.map((s) => s.host.knownHostsLine).join('\n') + '\n',
+    stopAll: async () => {
+      await Promise.all(states.map(stopSshd));
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+function sshdConfig(state: HostState, root: string, port: number): string {
+  return [
+    `ListenAddress ${state.host.ip}`,
+    `Port ${port}`,
+    `HostKey ${join(state.dir, 'host_ed25519_key')}`,
+    `PidFile ${join(state.dir, 'sshd.pid')}`,
+    // Read before the chroot, from the host's file system.
+    `AuthorizedKeysFile ${join(root, 'authorized_keys')}`,
+    `ChrootDirectory ${state.merged}`,
+    'AllowUsers root',
+    'PermitRootLogin prohibit-password',
+    'AuthenticationMethods publickey',
+    'PasswordAuthentication no',
+    'KbdInteractiveAuthentication no',
+    'UsePAM no',
+    'StrictModes no',
+    'UseDNS no',
+    'PrintMotd no',
+    'PrintLastLog no',
+    'PermitTTY no',
+    'X11Forwarding no',
+    'AllowTcpForwarding no',
+    'MaxStartups 200',
+    'MaxSessions 50',
+    'LogLevel VERBOSE',
+    '',
+  ].join('\n');
+}
+
+/** sshd in a new mount namespace where the host's overlay root and its /proc are mounted. */
+async function startSshd(state: HostState, root: string, lower: string, port: number): Promise<boolean> {
+  state.host.port = port;
+  const configPath = join(state.dir, 'sshd_config');
+  await writeFile(configPath, sshdConfig(state, root, port));
+  const { dir, merged } = state;
+  const script = [
+    'set -e',
+    `mount -t overlay overlay -o lowerdir=${lower},upperdir=${dir}/upper,workdir=${dir}/work ${merged}`,
+    `mount -t proc proc ${merged}/proc`,
+    // dpkg's terminal log wants a pty (the root's own devpts instance, not the machine's).
+    `mount -t devpts -o newinstance,ptmxmode=0666 devpts ${merged}/dev/pts`,
+    `exec /usr/sbin/sshd -D -e -f ${configPath}`,
+  ].join('\n');
+  const log = openSync(join(dir, 'sshd.log'), 'a');
+  const child = spawn('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', script], {
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  state.process = child;
+  const exited = once(child, 'exit').then(() => false);
+  const deadline = Date.now() + 15000;
+  const greeted = (async () => {
+    while (Date.now() < deadline && child.exitCode === null && child.signalCode === null) {
+      if (await sshBanner(state.host.ip, port)) return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  })();
+  const ok = await Promise.race([exited, greeted]);
+  if (!ok) await stopSshd(state);
+  return ok;
+}
+
+async function stopSshd(state: HostState): Promise<void> {
+  const child = state.process;
+  state.process = undefined;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  // Sessions (apt, dpkg) left running in the namespace would keep its mounts alive.
+  for (const { pid } of await processesIn(state)) if (pid !== child.pid) killQuietly(pid);
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+async function processesIn(state: HostState): Promise<{ pid: number; command: string }[]> {
+  const sshdPid = state.process?.pid;
+  if (sshdPid === undefined) return [];
+  const namespace = await readlink(`/proc/${sshdPid}/ns/mnt`).catch(() => undefined);
+  if (!namespace) return [];
+  const found: { pid: number; command: string }[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    const ns = await readlink(`/proc/${pid}/ns/mnt`).catch(() => undefined);
+    if (ns !== namespace) continue;
+    const command = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    found.push({ pid, command: command.replace(/\0/g, ' ').trim() });
+  }
+  return found;
+}
+
+async function shellIn(
+  state: HostState,
+  script: string,
+): Promise<{ stdout: string; stderr: string; code: number }> {
+  const pid = state.process?.pid;
+  if (pid === undefined) throw new Error(`Debian host ${state.host.ip} is not running`);
+  return new Promise((resolveResult) => {
+    execFile(
+      'nsenter',
+      ['--target', String(pid), '--mount', '--', 'chroot', state.merged, '/bin/sh', '-c', script],
+      { maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolveResult({ stdout, stderr, code });
+      },
+    );
+  });
+}
+
+function sshBanner(ip: string, port: number): Promise<boolean> {
+  return new Promise((resolveBanner) => {
+    const socket = net.connect({ host: ip, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolveBanner(ok);
+    };
+    socket.setTimeout(2000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('data', (data) => done(data.toString('latin1').startsWith('SSH-2.0-')));
+  });
+}
+
+function canBind(ip: string, port: number): Promise<number | undefined> {
+  return new Promise((resolvePort) => {
+    const server = net.createServer();
+    server.once('error', () => resolvePort(undefined));
+    server.listen({ host: ip, port, exclusive: true }, () => {
+      const address = server.address();
+      server.close(() => resolvePort(typeof address === 'object' && address ? address.port : undefined));
+    });
+  });
+}
+
+async function freePortOnAll(ips: readonly string[]): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = await canBind(ips[0] ?? '127.0.0.2', 0);
+    if (port === undefined) continue;
+    const free = await Promise.all(ips.slice(1).map((ip) => canBind(ip, port)));
+    if (free.every((p) => p === port)) return port;
+  }
+  throw new Error(`no port free on all of ${ips.join(', ')}`);
+}
