@@ -26,12 +26,12 @@ export function projectCrds(env: NodeJS.ProcessEnv = process.env, root = repoRoo
   const inputs: CrdInput[] = [];
   const notes: string[] = [];
 
-  for (const file of ['provisioning.yaml', 'software.yaml']) {
+  for (const file of ['provisioning.yaml', 'software.yaml', 'image.yaml']) {
     const path = join(root, 'manifests', 'crds', file);
     if (!existsSync(path)) throw missingCrds(`the project's CRD ${path} is missing`);
     inputs.push(path);
   }
-  notes.push('bpa.akraino.org Provisioning and Software from manifests/crds/');
+  notes.push('bpa.akraino.org Provisioning, Software and Image from manifests/crds/');
 
   const metal3Dir = env.METAL3_CRDS_DIR;
   if (metal3Dir) {

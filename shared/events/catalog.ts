@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { imageSchema } from '../schemas/image.js';
 import { provisioningSchema } from '../schemas/provisioning.js';
 import { softwareSchema } from '../schemas/software.js';
 import { chainEventDataSchemas } from './types.js';
@@ -32,5 +33,6 @@ export function buildEventCatalog(): Map<string, string> {
     provisioningSchema,
   );
   add('resource.software.json', 'Software', 'bpa.akraino.org/v1alpha1 Software', softwareSchema);
+  add('resource.image.json', 'Image', 'bpa.akraino.org/v1alpha1 Image', imageSchema);
   return files;
 }

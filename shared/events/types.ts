@@ -14,6 +14,9 @@ export const EventTypes = {
   softwareInstalled: 'org.akraino.icn.bpa.software.installed',
   provisioningFailed: 'org.akraino.icn.bpa.provisioning.failed',
   softwareFailed: 'org.akraino.icn.bpa.software.failed',
+  imageUploaded: 'org.akraino.icn.bpa.image.uploaded',
+  imageVerified: 'org.akraino.icn.bpa.image.verified',
+  imageFailed: 'org.akraino.icn.bpa.image.failed',
 } as const;
 export type ChainEventType = (typeof EventTypes)[keyof typeof EventTypes];
 
@@ -33,6 +36,7 @@ export const provisioningSubject = (namespace: string, name: string) =>
   `namespaces/${namespace}/provisionings/${name}`;
 export const softwareSubject = (namespace: string, name: string) =>
   `namespaces/${namespace}/softwares/${name}`;
+export const imageSubject = (namespace: string, name: string) => `namespaces/${namespace}/images/${name}`;
 
 /** Identifies the resource generation an event is about; handlers use it for idempotency. */
 // Kubernetes names, checked here so a hostile event never reaches an API path or a selector.
@@ -123,6 +127,32 @@ export const softwareFailedDataSchema = z.object({
   hosts: z.array(hostResultSchema).optional(),
 });
 
+const imageTypeName = z.enum(['binary', 'container', 'os']);
+
+/** An upload finished: the bytes are in the store. The Image's status says where (never this event). */
+export const imageUploadedDataSchema = z.object({
+  image: resourceRefSchema,
+  cluster: clusterName,
+  type: imageTypeName,
+  length: z.number().int().nonnegative(),
+});
+
+export const imageVerifiedDataSchema = z.object({
+  image: resourceRefSchema,
+  cluster: clusterName,
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  sha512: z.string().regex(/^[0-9a-f]{128}$/),
+  /** The stable download URL (status.url). */
+  url: z.string().min(1),
+});
+
+export const imageFailedDataSchema = z.object({
+  image: resourceRefSchema,
+  cluster: clusterName,
+  reason: z.string().min(1),
+  message: z.string().min(1),
+});
+
 /** Data schema per chain event type. */
 export const chainEventDataSchemas = {
   [EventTypes.hostsResolved]: hostsResolvedDataSchema,
@@ -132,6 +162,9 @@ export const chainEventDataSchemas = {
   [EventTypes.softwareInstalled]: softwareInstalledDataSchema,
   [EventTypes.provisioningFailed]: provisioningFailedDataSchema,
   [EventTypes.softwareFailed]: softwareFailedDataSchema,
+  [EventTypes.imageUploaded]: imageUploadedDataSchema,
+  [EventTypes.imageVerified]: imageVerifiedDataSchema,
+  [EventTypes.imageFailed]: imageFailedDataSchema,
 } as const;
 
 export type HostsResolvedData = z.infer<typeof hostsResolvedDataSchema>;
@@ -141,6 +174,9 @@ export type ClusterReadyData = z.infer<typeof clusterReadyDataSchema>;
 export type SoftwareInstalledData = z.infer<typeof softwareInstalledDataSchema>;
 export type ProvisioningFailedData = z.infer<typeof provisioningFailedDataSchema>;
 export type SoftwareFailedData = z.infer<typeof softwareFailedDataSchema>;
+export type ImageUploadedData = z.infer<typeof imageUploadedDataSchema>;
+export type ImageVerifiedData = z.infer<typeof imageVerifiedDataSchema>;
+export type ImageFailedData = z.infer<typeof imageFailedDataSchema>;
 
 /** Data of an ApiServerSource event in Resource mode: the whole object. */
 export const kubeObjectSchema = z

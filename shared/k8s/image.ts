@@ -1,0 +1,146 @@
+import { transient } from '../errors.js';
+import type { ResourceRef } from '../events/types.js';
+import {
+  imageApiVersion,
+  imageGroup,
+  imageKind,
+  imagePlural,
+  imageSchema,
+  imageVersion,
+  type Image,
+  type ImageStatus,
+} from '../schemas/image.js';
+import { classifyApiError, isConflict, isNotFound } from './api-errors.js';
+import type { KubeClients } from './clients.js';
+import type { CustomResource } from './resources.js';
+import type { ObjectIdentity } from './stored-object.js';
+
+export const imagesResource: CustomResource = {
+  group: imageGroup,
+  version: imageVersion,
+  plural: imagePlural,
+};
+
+/** The Image's condition types: Uploaded (bytes stored), Ready (verified and downloadable). */
+export const ImageCondition = { uploaded: 'Uploaded', ready: 'Ready' } as const;
+
+/** What the API server returns for an Image: the parsed object, or why it cannot be read. */
+export type StoredImage = Image & {
+  metadata: Image['metadata'] & {
+    uid: string;
+    generation: number;
+    resourceVersion: string;
+    namespace: string;
+  };
+};
+
+const where = (namespace: string, name: string) => ({ ...imagesResource, namespace, name });
+
+/** Reads an Image; undefined when there is none. A stored object that fails the schema is an error. */
+export async function readImage(
+  clients: KubeClients,
+  namespace: string,
+  name: string,
+): Promise<StoredImage | undefined> {
+  let raw: unknown;
+  try {
+    raw = await clients.custom.getNamespacedCustomObject(where(namespace, name));
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw classifyApiError(error, `read Image ${namespace}/${name}`);
+  }
+  return imageSchema.parse(raw) as StoredImage;
+}
+
+/** Creates an Image; 'exists' when the name is taken (the caller decides what that means). */
+export async function createImage(
+  clients: KubeClients,
+  namespace: string,
+  name: string,
+  spec: Image['spec'],
+  labels: Record<string, string>,
+): Promise<StoredImage | 'exists'> {
+  try {
+    const created = await clients.custom.createNamespacedCustomObject({
+      ...imagesResource,
+      namespace,
+      body: { apiVersion: imageApiVersion, kind: imageKind, metadata: { name, namespace, labels }, spec },
+    });
+    return imageSchema.parse(created) as StoredImage;
+  } catch (error) {
+    if (isConflict(error)) return 'exists';
+    throw classifyApiError(error, `create Image ${namespace}/${name}`);
+  }
+}
+
+/** Replaces the Image's spec (PUT of the original's metadata), keeping everything else. */
+export async function replaceImageSpec(clients: KubeClients, image: StoredImage, spec: Image['spec']) {
+  try {
+    const replaced = await clients.custom.replaceNamespacedCustomObject({
+      ...where(image.metadata.namespace, image.metadata.name),
+      body: { ...image, spec },
+    });
+    return imageSchema.parse(replaced) as StoredImage;
+  } catch (error) {
+    throw classifyApiError(error, `update Image ${image.metadata.namespace}/${image.metadata.name}`);
+  }
+}
+
+export async function deleteImage(clients: KubeClients, namespace: string, name: string): Promise<boolean> {
+  try {
+    await clients.custom.deleteNamespacedCustomObject(where(namespace, name));
+    return true;
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    throw classifyApiError(error, `delete Image ${namespace}/${name}`);
+  }
+}
+
+/**
+ * Read-modify-write of the status: `mutate` gets the fresh Image and returns the new status (or
+ * undefined: nothing to write). A 409 re-reads and re-applies, a few times.
+ */
+export async function updateImageStatus(
+  clients: KubeClients,
+  namespace: string,
+  name: string,
+  mutate: (fresh: StoredImage) => ImageStatus | undefined,
+  maxAttempts = 5,
+): Promise<StoredImage | undefined> {
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    const fresh = await readImage(clients, namespace, name);
+    if (!fresh) return undefined;
+    const status = mutate(fresh);
+    if (status === undefined) return fresh;
+    try {
+      const stored = await clients.custom.replaceNamespacedCustomObjectStatus({
+        ...where(namespace, name),
+        body: { ...fresh, status: { ...status, observedGeneration: fresh.metadata.generation } },
+      });
+      return imageSchema.parse(stored) as StoredImage;
+    } catch (error) {
+      if (isConflict(error)) continue;
+      if (isNotFound(error)) return undefined;
+      throw classifyApiError(error, `update the status of Image ${namespace}/${name}`);
+    }
+  }
+  throw transient(
+    'StatusConflict',
+    `The status of Image ${namespace}/${name} kept changing (${maxAttempts} attempts)`,
+  );
+}
+
+export const imageRef = (image: StoredImage): ResourceRef => ({
+  namespace: image.metadata.namespace,
+  name: image.metadata.name,
+  uid: image.metadata.uid,
+  generation: image.metadata.generation,
+});
+
+export const imageIdentity = (image: StoredImage): ObjectIdentity => ({
+  apiVersion: imageApiVersion,
+  kind: imageKind,
+  namespace: image.metadata.namespace,
+  name: image.metadata.name,
+  uid: image.metadata.uid,
+});
