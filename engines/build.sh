@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Ensures the Go-built engines of the one-machine cluster exist and prints the directory holding
-# them. Usage: engines/build.sh [control-plane]   (the only engine set so far)
+# them. Usage: engines/build.sh [control-plane|s3]
 #
 # control-plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler.
+# s3: versitygw, the S3 server of the image service's tests and `bpa dev` (override:
+#   TEST_ASSET_VERSITYGW; cache ${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/versitygw-<version>/).
 # For each binary, in order of preference:
 #   1. KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd, as envtest uses; it may hold
 #      kube-controller-manager and kube-scheduler too)
@@ -17,11 +19,18 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/versions.env"
 set_name=${1:-control-plane}
-[ "$set_name" = control-plane ] || { echo "usage: engines/build.sh [control-plane]" >&2; exit 2; }
+case "$set_name" in
+  control-plane | s3) ;;
+  *) echo "usage: engines/build.sh [control-plane|s3]" >&2; exit 2 ;;
+esac
 
 log() { printf '[engines] %s\n' "$*" >&2; }
 
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/k8s/kube-apiserver-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
+if [ "$set_name" = s3 ]; then
+  cache="${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/versitygw-${VERSITYGW_VERSION}"
+else
+  cache="${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/k8s/kube-apiserver-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
+fi
 mkdir -p "$cache"
 
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler)
@@ -95,6 +104,19 @@ build_go() {
   for name in $names; do mv "$out/$name" "$cache/$name"; done
   rm -rf "$out"
 }
+
+if [ "$set_name" = s3 ]; then
+  src=$(provided versitygw)
+  if [ -n "$src" ]; then
+    log "versitygw: using $src"
+    echo "$(dirname "$(realpath "$src")")"
+    exit 0
+  fi
+  [ -x "$cache/versitygw" ] || build_go versitygw versitygw versitygw -ldflags "-s -w" github.com/versity/versitygw/cmd/versitygw
+  log "versitygw: $cache/versitygw"
+  echo "$cache"
+  exit 0
+fi
 
 major=${KUBERNETES_VERSION#v}; major=${major%%.*}
 minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
