@@ -32,6 +32,11 @@ else
   cache="${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/k8s/kube-apiserver-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
 fi
 mkdir -p "$cache"
+# One build at a time per cache: a second caller waits for the first, then finds the binaries.
+if command -v flock >/dev/null; then
+  exec 9>"$cache/.build.lock"
+  flock 9
+fi
 
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 override_var() { local up=${1^^}; echo "TEST_ASSET_${up//-/_}"; }
