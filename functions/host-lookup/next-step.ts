@@ -1,7 +1,7 @@
 import type { Condition } from '../../shared/schemas/kube.js';
 import { conditionFor } from '../../shared/k8s/conditions.js';
 import { ProvisioningCondition } from '../../shared/k8s/provisioning.js';
-import { worldDependentReasons } from './resolve-provisioning.js';
+import { retriedBySweep } from '../../shared/reasons.js';
 
 /**
  * What the sweep does for one Provisioning of generation `generation`:
@@ -24,7 +24,7 @@ export function nextStep(conditions: readonly Condition[], generation: number): 
   const hosts = at(ProvisioningCondition.hostsResolved);
   if (!hosts || hosts.status === 'Unknown') return 'resolve';
   if (hosts.status !== 'True')
-    return hosts.status === 'False' && worldDependentReasons.has(hosts.reason ?? '') ? 'resolve' : 'none';
+    return hosts.status === 'False' && retriedBySweep(hosts.reason) ? 'resolve' : 'none';
   const inventory = at(ProvisioningCondition.inventoryRendered);
   if (inventory?.status !== 'True') return 'render';
   return 'launch';

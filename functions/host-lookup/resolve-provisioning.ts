@@ -1,21 +1,17 @@
 import type { CloudEvent } from 'cloudevents';
-import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { resolveCluster } from '../../shared/core/resolve.js';
 import { BpaError } from '../../shared/errors.js';
-import { EventTypes, provisioningSubject } from '../../shared/events/types.js';
+import { EventTypes } from '../../shared/events/types.js';
+import { Reason } from '../../shared/reasons.js';
 import { describeIssues } from '../../shared/schemas/issues.js';
 import type { ResolvedNode } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
-import { isTrueFor } from '../../shared/k8s/conditions.js';
-import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
+  completeProvisioningStep,
   failProvisioning,
-  provisioningIdentity,
   provisioningRef,
-  provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
@@ -24,9 +20,6 @@ import type { HostLookupConfig } from './config.js';
 import { nodesResolved } from './metrics.js';
 
 export const functionName = 'host-lookup';
-
-/** Failure reasons that depend on the world (hosts, leases, VMs), not on the spec: the sweep retries them. */
-export const worldDependentReasons = new Set(['HostNotFound', 'IpAddressNotFound', 'VmNotFound']);
 
 export type ResolveOutcome =
   /** Nodes resolved and recorded by this call: reply/send this hosts.resolved event. */
@@ -56,7 +49,7 @@ export async function resolveProvisioning(
       clients,
       functionName,
       live,
-      { step, reason: 'InvalidProvisioning', message },
+      { step, reason: Reason.InvalidProvisioning, message },
       context.log,
     );
     return { kind: 'failed', event };
@@ -94,48 +87,36 @@ export async function resolveProvisioning(
   }
 
   const ref = provisioningRef(live);
-  const message = resolvedMessage(nodes);
-  const result = await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
-    conditions: [
-      { type: step, status: 'True', reason: 'HostsResolved', message },
-      {
-        type: ProvisioningCondition.ready,
+  const cluster = provisioning.metadata.labels.cluster;
+  const event = await completeProvisioningStep(
+    clients,
+    functionName,
+    live,
+    {
+      step,
+      reason: Reason.HostsResolved,
+      message: resolvedMessage(nodes),
+      ready: {
         status: 'Unknown',
-        reason: 'Provisioning',
+        reason: Reason.Provisioning,
         message: 'Hosts resolved; rendering the inventory',
       },
-    ],
-    fields: { nodes },
-    alreadyDone: (conditions) => isTrueFor(conditions, step, ref.generation),
-  });
-  if (result.outcome !== 'written') {
-    context.log.info('hosts already resolved or resolution stale', { outcome: result.outcome });
-    return { kind: 'skipped' };
-  }
-  for (const node of nodes) context.metrics?.counter(nodesResolved).inc({ source: node.source });
-  await recordEvent(
-    clients,
-    {
-      object: provisioningIdentity(ref),
-      type: 'Normal',
-      reason: 'HostsResolved',
-      message,
-      component: functionName,
+      fields: { nodes },
+      announce: {
+        type: EventTypes.hostsResolved,
+        cluster,
+        data: { provisioning: ref, cluster, clusterType, nodes },
+      },
     },
     context.log,
   );
-  const cluster = provisioning.metadata.labels.cluster;
+  if (!event) {
+    context.log.info('hosts already resolved or resolution stale');
+    return { kind: 'skipped' };
+  }
+  for (const node of nodes) context.metrics?.counter(nodesResolved).inc({ source: node.source });
   context.log.info('hosts resolved', { cluster, nodes: nodes.length });
-  return {
-    kind: 'resolved',
-    event: chainEvent(
-      EventTypes.hostsResolved,
-      functionName,
-      provisioningSubject(ref.namespace, ref.name),
-      { provisioning: ref, cluster, clusterType, nodes },
-      { cluster },
-    ),
-  };
+  return { kind: 'resolved', event };
 }
 
 /** "Resolved 3 nodes (2 from dhcp-leases, 1 from host-nics)": short whatever the cluster size. */

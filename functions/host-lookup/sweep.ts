@@ -4,14 +4,13 @@ import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { clusterTypeOf } from '../../shared/core/cluster-type.js';
 import { sha256Hex } from '../../shared/core/hash.js';
 import { inventoryConfigMapName, inventoryKey } from '../../shared/core/names.js';
-import { describeError, transient } from '../../shared/errors.js';
 import { EventTypes, provisioningSubject } from '../../shared/events/types.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { conditionsOf } from '../../shared/k8s/conditions.js';
 import { readConfigMap } from '../../shared/k8s/config-maps.js';
-import { listInNamespaces } from '../../shared/k8s/custom-objects.js';
+import { runSweep } from '../../shared/k8s/sweep.js';
 import { clusterOf, provisioningRef } from '../../shared/k8s/provisioning.js';
 import { provisioningsResource } from '../../shared/k8s/resources.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
@@ -24,39 +23,16 @@ import { functionName, resolveProvisioning } from './resolve-provisioning.js';
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
 
 /**
- * The periodic sweep: the source drops events and never replays, so every Provisioning that is
- * not Ready for its generation (and not in progress) gets the event of its next step sent to
- * the broker again. Handlers are idempotent, so a re-drive that races the original is harmless.
- * One Provisioning failing does not stop the others; the ping is failed (retried) at the end.
+ * The sweep's part here: every Provisioning that is not Ready for its generation (and not in
+ * progress) gets the event of its next step (nextStep) sent to the broker again.
  */
 export async function sweep(context: FunctionContext<HostLookupConfig>): Promise<void> {
-  const clients = kubeClients(context.kubeConfig);
-  const facts = new ClusterFacts(clients, context.config, context.log);
-  const items = await listInNamespaces(clients, provisioningsResource, context.config.SWEEP_NAMESPACES);
-  const failed: string[] = [];
-  let sent = 0;
-  for (const item of items) {
-    const where = `${item.metadata.namespace}/${item.metadata.name}`;
-    try {
-      const event = await redrive(context, clients, facts, item);
-      if (!event) continue;
-      // send() is typed for CloudEvent<undefined>; the data is JSON either way.
-      await context.send(event as CloudEvent);
-      sent++;
-    } catch (error) {
-      failed.push(where);
-      context.log.warn('sweep could not re-drive a Provisioning', {
-        provisioning: where,
-        error: describeError(error).message,
-      });
-    }
-  }
-  context.log.info('sweep done', { provisionings: items.length, sent, failed: failed.length });
-  if (failed.length > 0)
-    throw transient(
-      'SweepIncomplete',
-      `The sweep could not re-drive ${failed.length} Provisioning(s): ${failed.join(', ')}`,
-    );
+  const facts = new ClusterFacts(kubeClients(context.kubeConfig), context.config, context.log);
+  await runSweep(context, {
+    resource: provisioningsResource,
+    kind: 'Provisioning',
+    redrive: (item, clients) => redrive(context, clients, facts, item),
+  });
 }
 
 async function redrive(

@@ -1,26 +1,20 @@
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
-import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { inventoryConfigMapName } from '../../shared/core/names.js';
 import { BpaError } from '../../shared/errors.js';
-import {
-  EventTypes,
-  hostsResolvedDataSchema,
-  provisioningSubject,
-  type HostsResolvedData,
-} from '../../shared/events/types.js';
+import { EventTypes, hostsResolvedDataSchema, type HostsResolvedData } from '../../shared/events/types.js';
+import { Reason } from '../../shared/reasons.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
-import { isCurrent, writeConditions } from '../../shared/k8s/condition-writer.js';
+import { isCurrent } from '../../shared/k8s/condition-writer.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
-import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
+  completeProvisioningStep,
   failProvisioning,
-  provisioningIdentity,
   provisioningTarget,
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
@@ -103,46 +97,36 @@ async function render(
   }
   const configMap = inventoryConfigMapName(data.cluster);
   const upsert = await upsertConfigMap(clients, rendered.configMap);
-  const message = `Inventory rendered into ConfigMap ${configMap} (sha256 ${rendered.inventorySha256})`;
-  const result = await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
-    conditions: [
-      { type: step, status: 'True', reason: 'InventoryRendered', message },
-      {
-        type: ProvisioningCondition.ready,
+  const event = await completeProvisioningStep(
+    clients,
+    functionName,
+    live,
+    {
+      step,
+      reason: Reason.InventoryRendered,
+      message: `Inventory rendered into ConfigMap ${configMap} (sha256 ${rendered.inventorySha256})`,
+      ready: {
         status: 'Unknown',
-        reason: 'Provisioning',
+        reason: Reason.Provisioning,
         message: 'Inventory rendered; launching the KUD Job',
       },
-    ],
-    alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
-  });
-  context.log.info('inventory rendered', { configMap, upsert, status: result.outcome });
-  if (result.outcome !== 'written') return undefined;
-  context.metrics?.counter(inventoriesRendered).inc();
-  await recordEvent(
-    clients,
-    {
-      object: provisioningIdentity(ref),
-      type: 'Normal',
-      reason: 'InventoryRendered',
-      message,
-      component: functionName,
+      announce: {
+        type: EventTypes.inventoryRendered,
+        cluster: data.cluster,
+        data: {
+          provisioning: ref,
+          cluster: data.cluster,
+          clusterType: data.clusterType,
+          configMap,
+          inventorySha256: rendered.inventorySha256,
+        },
+      },
     },
     context.log,
   );
-  return chainEvent(
-    EventTypes.inventoryRendered,
-    functionName,
-    provisioningSubject(ref.namespace, ref.name),
-    {
-      provisioning: ref,
-      cluster: data.cluster,
-      clusterType: data.clusterType,
-      configMap,
-      inventorySha256: rendered.inventorySha256,
-    },
-    { cluster: data.cluster },
-  );
+  context.log.info('inventory rendered', { configMap, upsert, recorded: event !== undefined });
+  if (event) context.metrics?.counter(inventoriesRendered).inc();
+  return event;
 }
 
 export const definition: FunctionDefinition<InventoryRenderConfig> = {

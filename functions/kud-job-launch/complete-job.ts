@@ -1,25 +1,22 @@
 import type { V1Job } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
-import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { buildClusterConfigMap } from '../../shared/core/cluster-configmap.js';
 import { clusterConfigMapName } from '../../shared/core/names.js';
 import { planNodes } from '../../shared/core/node-plan.js';
 import { ownerOf } from '../../shared/core/render.js';
-import { EventTypes, provisioningSubject } from '../../shared/events/types.js';
+import { EventTypes } from '../../shared/events/types.js';
+import { Reason } from '../../shared/reasons.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
-import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
+  completeProvisioningStep,
   failProvisioning,
-  provisioningIdentity,
   provisioningRef,
-  provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
 import { creationTimeOf, type StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
@@ -75,7 +72,7 @@ export async function completeJob(
       clients,
       functionName,
       live,
-      { step, reason: 'JobFailed', message: jobFailedMessage(cluster) },
+      { step, reason: Reason.JobFailed, message: jobFailedMessage(cluster) },
       context.log,
     );
     if (event) {
@@ -94,42 +91,31 @@ export async function completeJob(
   );
   await upsertConfigMap(clients, configMap);
   const configMapName = clusterConfigMapName(cluster);
-  const message = `KUD installed in cluster ${cluster} by Job ${jobName}; node IPs in ConfigMap ${configMapName}`;
-  const result = await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
-    conditions: [
-      { type: step, status: 'True', reason: 'KudInstalled', message },
-      {
-        type: ProvisioningCondition.ready,
-        status: 'True',
-        reason: 'ClusterReady',
-        message: `Cluster ${cluster} is ready`,
+  const event = await completeProvisioningStep(
+    clients,
+    functionName,
+    live,
+    {
+      step,
+      reason: Reason.KudInstalled,
+      message: `KUD installed in cluster ${cluster} by Job ${jobName}; node IPs in ConfigMap ${configMapName}`,
+      ready: { status: 'True', reason: Reason.ClusterReady, message: `Cluster ${cluster} is ready` },
+      // Failed or succeeded: a Job's completion is recorded once per generation.
+      alreadyDone: (fresh) => conditionFor(fresh, step, ref.generation) !== undefined,
+      announce: {
+        type: EventTypes.clusterReady,
+        cluster,
+        data: { provisioning: ref, cluster, configMap: configMapName, nodes: nodes.data },
       },
-    ],
-    alreadyDone: (fresh) => conditionFor(fresh, step, ref.generation) !== undefined,
-  });
-  if (result.outcome !== 'written') return undefined;
+    },
+    context.log,
+  );
+  if (!event) return undefined;
   context.metrics?.counter(jobsFinished).inc({ outcome: 'succeeded' });
   if (duration !== undefined)
     context.metrics?.histogram(kudRunDuration).observe({ outcome: 'succeeded' }, duration);
   const created = creationTimeOf(live);
   if (created) context.metrics?.histogram(timeToReady).observe((Date.now() - created.getTime()) / 1000);
-  await recordEvent(
-    clients,
-    {
-      object: provisioningIdentity(ref),
-      type: 'Normal',
-      reason: 'KudInstalled',
-      message,
-      component: functionName,
-    },
-    context.log,
-  );
   context.log.info('cluster ready', { cluster, jobName });
-  return chainEvent(
-    EventTypes.clusterReady,
-    functionName,
-    provisioningSubject(ref.namespace, ref.name),
-    { provisioning: ref, cluster, configMap: configMapName, nodes: nodes.data },
-    { cluster },
-  );
+  return event;
 }

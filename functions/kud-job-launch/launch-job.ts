@@ -7,6 +7,7 @@ import { inventoryKey, kudJobName } from '../../shared/core/names.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { transient } from '../../shared/errors.js';
 import { EventTypes, provisioningSubject, type InventoryRenderedData } from '../../shared/events/types.js';
+import { Reason } from '../../shared/reasons.js';
 import { provisioningSchema, type Provisioning } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { isCurrent, writeConditions } from '../../shared/k8s/condition-writer.js';
@@ -87,13 +88,19 @@ export async function launchJob(
   if (launch.outcome === 'blocked') {
     const message = `Job ${jobName} is still running with another inventory (sha256 ${jobInventorySha256(launch.job) ?? 'unknown'}); it is left alone and replaced once it finishes`;
     const result = await writeConditions(clients, target, ref, {
-      conditions: [{ type: step, status: 'False', reason: 'PreviousJobRunning', message }],
+      conditions: [{ type: step, status: 'False', reason: Reason.PreviousJobRunning, message }],
       alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
     });
     if (result.outcome === 'written')
       await recordEvent(
         clients,
-        { object: identity, type: 'Warning', reason: 'PreviousJobRunning', message, component: functionName },
+        {
+          object: identity,
+          type: 'Warning',
+          reason: Reason.PreviousJobRunning,
+          message,
+          component: functionName,
+        },
         context.log,
       );
     return undefined;
@@ -105,11 +112,11 @@ export async function launchJob(
       : `KUD installer Job ${jobName} ${launch.outcome} for inventory sha256 ${data.inventorySha256}`;
   const result = await writeConditions(clients, target, ref, {
     conditions: [
-      { type: step, status: 'True', reason: 'JobLaunched', message },
+      { type: step, status: 'True', reason: Reason.JobLaunched, message },
       {
         type: ProvisioningCondition.ready,
         status: 'Unknown',
-        reason: 'Provisioning',
+        reason: Reason.Provisioning,
         message: `KUD installer Job ${jobName} is running`,
       },
     ],
@@ -126,7 +133,7 @@ export async function launchJob(
   context.metrics?.counter(jobsLaunched).inc({ outcome: launch.outcome });
   await recordEvent(
     clients,
-    { object: identity, type: 'Normal', reason: 'JobLaunched', message, component: functionName },
+    { object: identity, type: 'Normal', reason: Reason.JobLaunched, message, component: functionName },
     context.log,
   );
   return chainEvent(

@@ -1,12 +1,9 @@
-import type { CloudEvent } from 'cloudevents';
-import { describeError, transient } from '../../shared/errors.js';
-import { kubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
-import { listInNamespaces } from '../../shared/k8s/custom-objects.js';
 import { readJob } from '../../shared/k8s/jobs.js';
 import { ProvisioningCondition } from '../../shared/k8s/provisioning.js';
 import { provisioningsResource } from '../../shared/k8s/resources.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import { runSweep } from '../../shared/k8s/sweep.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';
@@ -26,34 +23,14 @@ export function awaitsCompletion(item: StoredObject): boolean {
  * The sweep's part here: Jobs whose completion event was dropped. Every Provisioning waiting
  * on its Job gets the Job read; a finished one is completed and its event sent to the broker.
  */
-export async function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<void> {
-  const clients = kubeClients(context.kubeConfig);
-  const items = (
-    await listInNamespaces(clients, provisioningsResource, context.config.SWEEP_NAMESPACES)
-  ).filter(awaitsCompletion);
-  const failed: string[] = [];
-  let sent = 0;
-  for (const item of items) {
-    const where = `${item.metadata.namespace}/${item.metadata.name}`;
-    try {
+export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<void> {
+  return runSweep(context, {
+    resource: provisioningsResource,
+    kind: 'Provisioning',
+    select: awaitsCompletion,
+    redrive: async (item, clients) => {
       const job = await readJob(clients, item.metadata.namespace ?? '', String(item.status?.jobName));
-      if (!job) continue;
-      const event = await completeJob(context, clients, item, job);
-      if (!event) continue;
-      await context.send(event as CloudEvent);
-      sent++;
-    } catch (error) {
-      failed.push(where);
-      context.log.warn('sweep could not finish a Job', {
-        provisioning: where,
-        error: describeError(error).message,
-      });
-    }
-  }
-  context.log.info('sweep done', { waiting: items.length, sent, failed: failed.length });
-  if (failed.length > 0)
-    throw transient(
-      'SweepIncomplete',
-      `The sweep could not finish ${failed.length} Job(s): ${failed.join(', ')}`,
-    );
+      return job ? completeJob(context, clients, item, job) : undefined;
+    },
+  });
 }

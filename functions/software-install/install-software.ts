@@ -1,9 +1,8 @@
 import { hostname } from 'node:os';
 import type { CloudEvent } from 'cloudevents';
-import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { clusterConfigMapName } from '../../shared/core/names.js';
 import { BpaError } from '../../shared/errors.js';
-import { EventTypes, softwareSubject } from '../../shared/events/types.js';
+import { Reason, retriedBySweep } from '../../shared/reasons.js';
 import { describeIssues } from '../../shared/schemas/issues.js';
 import { softwareSchema, type Software } from '../../shared/schemas/software.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
@@ -22,7 +21,7 @@ import { hostInstalls, sshCommandDuration, sshConnectDuration } from './metrics.
 import {
   SoftwareCondition,
   activeClaim,
-  eventHost,
+  completeSoftware,
   failSoftware,
   functionName,
   softwareIdentity,
@@ -36,9 +35,6 @@ import { packagesForRoles, planInstall, runInstall, type HostInstallResult } fro
 /** Why nothing was installed now; `event` is what to announce, if anything. */
 export type InstallOutcome =
   { kind: 'installed' | 'failed'; event?: CloudEvent<unknown> } | { kind: 'waiting' | 'skipped' };
-
-/** Reasons the sweep retries: the world may have changed without a new generation. */
-export const retryableReasons = new Set(['ClusterNotReady', 'SshKeySecretMissing']);
 
 const errorTailLines = 5;
 
@@ -57,8 +53,7 @@ export async function installSoftware(
   const ref = softwareRef(live);
   const installed = conditionFor(conditionsOf(live), SoftwareCondition.installed, ref.generation);
   if (installed?.status === 'True') return { kind: 'skipped' };
-  if (installed?.status === 'False' && !retryableReasons.has(installed.reason ?? ''))
-    return { kind: 'skipped' };
+  if (installed?.status === 'False' && !retriedBySweep(installed.reason)) return { kind: 'skipped' };
   if (activeClaim(live, ref.generation)) return { kind: 'skipped' };
   const log = context.log.child({ software: `${ref.namespace}/${ref.name}` });
 
@@ -67,7 +62,7 @@ export async function installSoftware(
     const message = `Software ${ref.namespace}/${ref.name} is invalid: ${describeIssues(parsed.error)}`;
     return {
       kind: 'failed',
-      event: await failSoftware(clients, live, { reason: 'InvalidSoftware', message }, log),
+      event: await failSoftware(clients, live, { reason: Reason.InvalidSoftware, message }, log),
     };
   }
   const software = parsed.data;
@@ -98,7 +93,7 @@ export async function installSoftware(
     const message = `SSH key not found: Secret ${secretName} with key id_rsa in namespace ${ref.namespace}`;
     return {
       kind: 'failed',
-      event: await failSoftware(clients, live, { reason: 'SshKeySecretMissing', message }, log),
+      event: await failSoftware(clients, live, { reason: Reason.SshKeySecretMissing, message }, log),
     };
   }
   const privateKey = Buffer.from(keyData, 'base64');
@@ -165,11 +160,11 @@ async function waitForCluster(
   const message = `Waiting for cluster ${cluster}: its ConfigMap ${clusterConfigMapName(cluster)} (label cluster=${cluster}) does not exist yet; the install starts when the cluster is ready`;
   const result = await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
     conditions: [
-      { type: SoftwareCondition.installed, status: 'Unknown', reason: 'ClusterNotReady', message },
-      { type: SoftwareCondition.ready, status: 'False', reason: 'ClusterNotReady', message },
+      { type: SoftwareCondition.installed, status: 'Unknown', reason: Reason.ClusterNotReady, message },
+      { type: SoftwareCondition.ready, status: 'False', reason: Reason.ClusterNotReady, message },
     ],
     alreadyDone: (conditions) =>
-      conditionFor(conditions, SoftwareCondition.ready, ref.generation)?.reason === 'ClusterNotReady',
+      conditionFor(conditions, SoftwareCondition.ready, ref.generation)?.reason === Reason.ClusterNotReady,
   });
   if (result.outcome === 'written')
     await recordEvent(
@@ -177,7 +172,7 @@ async function waitForCluster(
       {
         object: softwareIdentity(ref),
         type: 'Normal',
-        reason: 'ClusterNotReady',
+        reason: Reason.ClusterNotReady,
         message,
         component: functionName,
       },
@@ -211,7 +206,7 @@ async function claim(
       conditions = setCondition(conditions, {
         type,
         status: 'Unknown',
-        reason: 'Installing',
+        reason: Reason.Installing,
         message,
         observedGeneration: ref.generation,
       });
@@ -279,7 +274,6 @@ async function finish(
   nodes: ClusterNode[],
   hosts: HostStatus[],
 ): Promise<InstallOutcome> {
-  const ref = softwareRef(claimed);
   const failed = hosts.filter((host) => host.error !== undefined);
   if (failed.length > 0) {
     const details = failed.map((h) => `${h.node} (${h.ip}): ${(h.error ?? '').split('\n')[0]}`).join('; ');
@@ -290,7 +284,7 @@ async function finish(
     const event = await failSoftware(
       clients,
       claimed,
-      { reason: 'InstallFailed', message },
+      { reason: Reason.InstallFailed, message },
       context.log,
       hosts,
     );
@@ -300,27 +294,6 @@ async function finish(
     hosts.length === 0
       ? `Nothing to install on the ${nodes.length} nodes of cluster ${cluster}`
       : `Installed on ${hosts.length} host${hosts.length === 1 ? '' : 's'} of cluster ${cluster}`;
-  const result = await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
-    conditions: [
-      { type: SoftwareCondition.installed, status: 'True', reason: 'Installed', message },
-      { type: SoftwareCondition.ready, status: 'True', reason: 'Installed', message },
-    ],
-    fields: { hosts, claim: undefined },
-  });
-  if (result.outcome !== 'written') return { kind: 'skipped' };
-  await recordEvent(
-    clients,
-    { object: softwareIdentity(ref), type: 'Normal', reason: 'Installed', message, component: functionName },
-    context.log,
-  );
-  return {
-    kind: 'installed',
-    event: chainEvent(
-      EventTypes.softwareInstalled,
-      functionName,
-      softwareSubject(ref.namespace, ref.name),
-      { software: ref, cluster, hosts: hosts.map(eventHost) },
-      { cluster },
-    ),
-  };
+  const event = await completeSoftware(clients, claimed, message, hosts, context.log);
+  return event ? { kind: 'installed', event } : { kind: 'skipped' };
 }

@@ -3,10 +3,11 @@ import { z } from 'zod';
 import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { EventTypes, softwareSubject, type HostResult, type ResourceRef } from '../../shared/events/types.js';
 import type { Logger } from '../../shared/log.js';
+import { Reason } from '../../shared/reasons.js';
 import { provisioningApiVersion } from '../../shared/schemas/provisioning.js';
 import { softwareKind } from '../../shared/schemas/software.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { reportFailure, type Failure } from '../../shared/k8s/failure-report.js';
+import { completeStep, reportFailure, type Failure } from '../../shared/k8s/step-report.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
 import type { StatusTarget } from '../../shared/k8s/status-writer.js';
 import type { ObjectIdentity, StoredObject } from '../../shared/k8s/stored-object.js';
@@ -97,6 +98,47 @@ export async function failSoftware(
     functionName,
     softwareSubject(ref.namespace, ref.name),
     { software: ref, cluster, ...failure, ...(hosts ? { hosts: hosts.map(eventHost) } : {}) },
+    { cluster },
+  );
+}
+
+/**
+ * Records a finished install (Installed + Ready True, the per-host results, the claim released,
+ * a Normal Event) and returns the `software.installed` event, or undefined when the Software
+ * moved on or is gone.
+ */
+export async function completeSoftware(
+  clients: KubeClients,
+  object: StoredObject,
+  message: string,
+  hosts: HostStatus[],
+  log: Logger,
+): Promise<CloudEvent<unknown> | undefined> {
+  const ref = softwareRef(object);
+  const result = await completeStep(
+    clients,
+    {
+      step: SoftwareCondition.installed,
+      reason: Reason.Installed,
+      message,
+      ready: { status: 'True', reason: Reason.Installed, message },
+      // This generation is claimed by the caller: nobody else records its outcome.
+      alreadyDone: () => false,
+      target: softwareTarget(ref.namespace, ref.name),
+      object: softwareIdentity(ref),
+      ref,
+      component: functionName,
+      fields: { hosts, claim: undefined },
+    },
+    log,
+  );
+  if (result.outcome !== 'written') return undefined;
+  const cluster = object.metadata.labels?.cluster ?? '';
+  return chainEvent(
+    EventTypes.softwareInstalled,
+    functionName,
+    softwareSubject(ref.namespace, ref.name),
+    { software: ref, cluster, hosts: hosts.map(eventHost) },
     { cluster },
   );
 }

@@ -1,13 +1,12 @@
 import type { CloudEvent } from 'cloudevents';
-import { describeError, transient } from '../../shared/errors.js';
-import { kubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
-import { listInNamespaces } from '../../shared/k8s/custom-objects.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import { runSweep } from '../../shared/k8s/sweep.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { SoftwareInstallConfig } from './config.js';
-import { installSoftware, retryableReasons } from './install-software.js';
+import { installSoftware } from './install-software.js';
+import { retriedBySweep } from '../../shared/reasons.js';
 import { SoftwareCondition, activeClaim } from './software-status.js';
 
 /**
@@ -22,7 +21,7 @@ export function needsInstall(item: StoredObject, now = new Date()): boolean {
   const installed = conditionFor(conditions, SoftwareCondition.installed, generation);
   if (!installed) return true;
   if (installed.status === 'True') return false;
-  if (installed.status === 'False') return retryableReasons.has(installed.reason ?? '');
+  if (installed.status === 'False') return retriedBySweep(installed.reason);
   return activeClaim(item, generation, now) === undefined;
 }
 
@@ -36,34 +35,15 @@ export async function announce(
   return first;
 }
 
-/** The periodic sweep over every Software in every namespace; events go to the broker. */
-export async function sweep(context: FunctionContext<SoftwareInstallConfig>): Promise<void> {
-  const clients = kubeClients(context.kubeConfig);
-  const items = (await listInNamespaces(clients, softwaresResource, context.config.SWEEP_NAMESPACES)).filter(
-    (item) => needsInstall(item),
-  );
-  const failed: string[] = [];
-  let sent = 0;
-  for (const item of items) {
-    const where = `${item.metadata.namespace}/${item.metadata.name}`;
-    try {
+/** The sweep's part here: every Software that needs installing (needsInstall) is installed. */
+export function sweep(context: FunctionContext<SoftwareInstallConfig>): Promise<void> {
+  return runSweep(context, {
+    resource: softwaresResource,
+    kind: 'Software',
+    select: (item) => needsInstall(item),
+    redrive: async (item, clients) => {
       const outcome = await installSoftware(context, clients, item);
-      if ('event' in outcome && outcome.event) {
-        await context.send(outcome.event as CloudEvent);
-        sent++;
-      }
-    } catch (error) {
-      failed.push(where);
-      context.log.warn('sweep could not install a Software', {
-        software: where,
-        error: describeError(error).message,
-      });
-    }
-  }
-  context.log.info('sweep done', { softwares: items.length, sent, failed: failed.length });
-  if (failed.length > 0)
-    throw transient(
-      'SweepIncomplete',
-      `The sweep could not handle ${failed.length} Software(s): ${failed.join(', ')}`,
-    );
+      return 'event' in outcome ? outcome.event : undefined;
+    },
+  });
 }

@@ -1,10 +1,10 @@
 import type { CloudEvent } from 'cloudevents';
-import { chainEvent } from '../cloudevents/chain-event.js';
-import { EventTypes, provisioningSubject, type ResourceRef } from '../events/types.js';
+import { chainEvent, type ChainEventData } from '../cloudevents/chain-event.js';
+import { EventTypes, provisioningSubject, type ChainEventType, type ResourceRef } from '../events/types.js';
 import type { Logger } from '../log.js';
 import { provisioningApiVersion, provisioningKind } from '../schemas/provisioning.js';
 import type { KubeClients } from './clients.js';
-import { reportFailure, type Failure } from './failure-report.js';
+import { completeStep, reportFailure, type Failure, type Success } from './step-report.js';
 import { provisioningsResource } from './resources.js';
 import { getCustomObject } from './custom-objects.js';
 import type { StatusTarget } from './status-writer.js';
@@ -88,5 +88,50 @@ export async function failProvisioning(
     provisioningSubject(ref.namespace, ref.name),
     { provisioning: ref, cluster, ...failure },
     { cluster },
+  );
+}
+
+/** A Provisioning step's success and the chain event that announces it. */
+export interface ProvisioningSuccess<T extends ChainEventType> extends Success {
+  /** Other status fields to write with the conditions (nodes, jobName...). */
+  fields?: Record<string, unknown>;
+  /** The event to reply with; built only when this call recorded the success. */
+  announce: { type: T; cluster: string; data: ChainEventData<T> };
+}
+
+/**
+ * The success twin of `failProvisioning`: the step True, `Ready` as given, a Normal Event, and
+ * the chain event to reply with, or undefined when the success was already recorded for this
+ * generation, or the Provisioning moved on (stale) or is gone.
+ */
+export async function completeProvisioningStep<T extends ChainEventType>(
+  clients: KubeClients,
+  functionName: string,
+  object: StoredObject,
+  success: ProvisioningSuccess<T>,
+  log?: Logger,
+): Promise<CloudEvent<unknown> | undefined> {
+  const ref = provisioningRef(object);
+  const { announce, ...step } = success;
+  const result = await completeStep(
+    clients,
+    {
+      ...step,
+      target: provisioningTarget(ref.namespace, ref.name),
+      object: provisioningIdentity(ref),
+      ref,
+      component: functionName,
+    },
+    log,
+  );
+  if (result.outcome !== 'written') return undefined;
+  return chainEvent(
+    announce.type,
+    functionName,
+    provisioningSubject(ref.namespace, ref.name),
+    announce.data,
+    {
+      cluster: announce.cluster,
+    },
   );
 }

@@ -1,0 +1,125 @@
+import type { Logger } from '../log.js';
+import type { KubeClients } from './clients.js';
+import { type ConditionWriteResult, type GenerationRef, writeConditions } from './condition-writer.js';
+import { conditionFor, isTrueFor, type ConditionStatus } from './conditions.js';
+import type { StatusTarget } from './status-writer.js';
+import { recordEvent } from './events.js';
+import type { ObjectIdentity, StoredObject } from './stored-object.js';
+import type { Condition } from '../schemas/kube.js';
+
+/**
+ * How a step ends, written the same way by every function: the step's condition, the summary
+ * `Ready`, and an Event, for one generation of one object. `reportFailure` and `completeStep`
+ * are the two endings; the Provisioning and Software wrappers (shared/k8s/provisioning.ts,
+ * functions/software-install/software-status.ts) add the chain event.
+ */
+
+/** Where a step's ending is written: the object, its Event identity, the generation, the reporter. */
+export interface StepTarget {
+  target: StatusTarget;
+  object: ObjectIdentity;
+  ref: GenerationRef;
+  /** Reporting function, for the Event. */
+  component: string;
+  /** Other status fields to write with the conditions (nodes, jobName, hosts...). */
+  fields?: Record<string, unknown>;
+}
+
+export interface Failure {
+  /** The condition that failed (HostsResolved, JobLaunched, Installed...). */
+  step: string;
+  /** CamelCase reason, also the Event's reason. */
+  reason: string;
+  /** The human message (the contract's wording where it has one). */
+  message: string;
+}
+
+export type FailureReport = Failure & StepTarget;
+
+/**
+ * Records a failure the way every step does: the step's condition False and the summary
+ * `Ready` False with the same reason and message, plus a Warning Event. When exactly this
+ * failure is already recorded for the generation, nothing is written (outcome `already-done`),
+ * so the caller can skip announcing it again.
+ */
+export async function reportFailure(
+  clients: KubeClients,
+  report: FailureReport,
+  log?: Logger,
+): Promise<ConditionWriteResult> {
+  const { step, reason, message } = report;
+  const result = await writeConditions(clients, report.target, report.ref, {
+    conditions: [
+      { type: step, status: 'False', reason, message },
+      { type: 'Ready', status: 'False', reason, message },
+    ],
+    fields: report.fields,
+    alreadyDone: (conditions) => {
+      const current = conditionFor(conditions, step, report.ref.generation);
+      const ready = conditionFor(conditions, 'Ready', report.ref.generation);
+      return (
+        current?.status === 'False' &&
+        current.reason === reason &&
+        current.message === message &&
+        ready?.status === 'False' &&
+        ready.message === message
+      );
+    },
+  });
+  if (result.outcome === 'written')
+    await recordEvent(
+      clients,
+      { object: report.object, type: 'Warning', reason, message, component: report.component },
+      log,
+    );
+  return result;
+}
+
+export interface Success {
+  /** The condition that succeeded (HostsResolved, JobLaunched, Installed...). */
+  step: string;
+  /** CamelCase reason of the step's True condition, also the Normal Event's reason. */
+  reason: string;
+  message: string;
+  /**
+   * The summary `Ready` after this step: Unknown (reason Provisioning) while the chain goes
+   * on, True at its end.
+   */
+  ready: { status: Exclude<ConditionStatus, 'False'>; reason: string; message: string };
+  /**
+   * Looked at on the fresh object: true means this success is already recorded, so nothing is
+   * written and no Event is sent. Default: the step is True for the generation.
+   */
+  alreadyDone?: (conditions: Condition[], fresh: StoredObject) => boolean;
+}
+
+export type SuccessReport = Success & StepTarget;
+
+/**
+ * The success twin of `reportFailure`: the step's condition True and the summary `Ready` as
+ * given, plus a Normal Event with the step's reason and message. Outcome `written` only for
+ * the call that recorded it (duplicates and stale events get `already-done`/`stale`/`gone`),
+ * so the caller announces a success exactly once.
+ */
+export async function completeStep(
+  clients: KubeClients,
+  report: SuccessReport,
+  log?: Logger,
+): Promise<ConditionWriteResult> {
+  const { step, reason, message, ready } = report;
+  const result = await writeConditions(clients, report.target, report.ref, {
+    conditions: [
+      { type: step, status: 'True', reason, message },
+      { type: 'Ready', ...ready },
+    ],
+    fields: report.fields,
+    alreadyDone: report.alreadyDone ?? ((conditions) => isTrueFor(conditions, step, report.ref.generation)),
+  });
+  if (result.outcome === 'written')
+    await recordEvent(
+      clients,
+      { object: report.object, type: 'Normal', reason, message, component: report.component },
+      log,
+    );
+  return result;
+}

@@ -1,0 +1,92 @@
+/**
+ * The catalogue of condition reasons: every CamelCase reason a function writes on a
+ * Provisioning's or a Software's status conditions (and as the reason of the matching Event),
+ * what it means, and what the periodic sweep does about it. Like the event catalogue
+ * (shared/events/types.ts), this is the one place a reason is named; code uses `Reason.X`.
+ *
+ * `sweep` says what re-runs a step stopped with this reason:
+ * - `retry`: the world can fix it without a new generation (a host or a lease that appears
+ *   later, a Secret created afterwards), so the sweep tries the step again;
+ * - `change`: only a spec change (a new generation) fixes it; the sweep leaves it alone, so a
+ *   failure is reported once instead of looping.
+ * Progress and success reasons have no `sweep`: they are not a stop. A transient fault is
+ * written as Unknown with the error's own reason (shared/k8s/retrying-condition.ts) and is
+ * always re-driven, whatever its reason.
+ */
+
+/** What re-runs a step that stopped with a reason. */
+export type SweepPolicy = 'retry' | 'change';
+
+export interface ReasonSpec {
+  /** The condition status this reason goes with. */
+  status: 'True' | 'False' | 'Unknown';
+  /** What it means, for readers of status and of this file. */
+  means: string;
+  /** For a stop (False, or a waiting Unknown): what re-runs the step. */
+  sweep?: SweepPolicy;
+}
+
+export const conditionReasons = {
+  // Provisioning: progress and success.
+  HostsResolved: { status: 'True', means: 'Every node has an IP address; status.nodes lists them' },
+  InventoryRendered: { status: 'True', means: 'hosts.ini is stored in the <cluster>-inventory ConfigMap' },
+  JobLaunched: { status: 'True', means: 'The kud-<cluster> Job exists for this generation' },
+  KudInstalled: { status: 'True', means: 'The KUD Job succeeded; <cluster>-configmap holds the node IPs' },
+  ClusterReady: { status: 'True', means: 'Ready: the cluster is installed' },
+  Provisioning: { status: 'Unknown', means: 'Ready: a step succeeded and the chain goes on' },
+
+  // Provisioning: the spec is wrong (only a spec change helps).
+  InvalidProvisioning: { status: 'False', means: 'The resource fails its schema', sweep: 'change' },
+  InvalidMacAddress: { status: 'False', means: 'A MAC address is malformed', sweep: 'change' },
+  MacAddressMissing: { status: 'False', means: 'A master or worker has no MAC address', sweep: 'change' },
+  MastersMissing: { status: 'False', means: 'The spec lists no master', sweep: 'change' },
+  DuplicateNodeLabel: { status: 'False', means: 'Two nodes share a label', sweep: 'change' },
+  DuplicateMacAddress: { status: 'False', means: 'Two nodes share a MAC address', sweep: 'change' },
+
+  // Provisioning: the world is not (yet) as the spec says.
+  HostNotFound: { status: 'False', means: 'No BareMetalHost has the MAC address', sweep: 'retry' },
+  IpAddressNotFound: { status: 'False', means: 'No IP source knows the MAC address', sweep: 'retry' },
+  VmNotFound: { status: 'False', means: 'No running Virtlet VM has the MAC address', sweep: 'retry' },
+  PreviousJobRunning: {
+    status: 'False',
+    means: 'An older Job with another inventory still runs; it is replaced once it finishes',
+    sweep: 'retry',
+  },
+  JobFailed: { status: 'False', means: 'The KUD Job failed (contract section 6 wording)', sweep: 'change' },
+
+  // Software.
+  Installed: { status: 'True', means: 'Every node of the cluster has the packages' },
+  Installing: { status: 'Unknown', means: 'An install of this generation is running (a claim holds it)' },
+  ClusterNotReady: {
+    status: 'Unknown',
+    means: "The cluster's ConfigMap does not exist yet; installs start on cluster.ready",
+    sweep: 'retry',
+  },
+  InvalidSoftware: { status: 'False', means: 'The resource fails its schema', sweep: 'change' },
+  InvalidPackageName: { status: 'False', means: 'A package name is not a valid word', sweep: 'change' },
+  InvalidPackageVersion: { status: 'False', means: 'A package version is not a valid word', sweep: 'change' },
+  InvalidSoftwareItem: {
+    status: 'False',
+    means: 'A software item is neither a package name nor {<package>: {version}}',
+    sweep: 'change',
+  },
+  SshKeySecretMissing: {
+    status: 'False',
+    means: 'The SSH key Secret (id_rsa) is not in the namespace',
+    sweep: 'retry',
+  },
+  InstallFailed: { status: 'False', means: 'The install failed on at least one host', sweep: 'change' },
+} as const satisfies Record<string, ReasonSpec>;
+
+export type ConditionReason = keyof typeof conditionReasons;
+
+/** `Reason.HostNotFound === 'HostNotFound'`: reasons by name, typed, from the catalogue. */
+export const Reason = Object.fromEntries(Object.keys(conditionReasons).map((name) => [name, name])) as {
+  readonly [K in ConditionReason]: K;
+};
+
+/** True when the sweep re-runs a step stopped with this reason (see `sweep` above). */
+export function retriedBySweep(reason: string | undefined): boolean {
+  const spec = reason === undefined ? undefined : (conditionReasons as Record<string, ReasonSpec>)[reason];
+  return spec?.sweep === 'retry';
+}
