@@ -1,11 +1,19 @@
 /**
  * Bad input, resources: hostile Provisionings and Softwares applied to the real API server and
  * handed to host-lookup / software-install. Each one is refused by the API server with a 4xx and
- * a message (CRD schema), or accepted and then marked with a False condition and a message by
- * the function; no 5xx, no SSH session, nothing derived (Job, ConfigMap) is created.
+ * a message (CRD schema), or accepted and then marked Ready=False by the function with a reason
+ * that blames the input and a message; no 5xx, no SSH session, nothing derived (Job, ConfigMap).
+ *
+ * The world is ready, so that refusing the input is the only way to pass: the BareMetalHosts for
+ * the Provisioning's MACs exist (their NICs give IPs), the Software's cluster has its ConfigMap on
+ * a real sshd host, and the undamaged objects are shown to launch a Job and to install over SSH.
+ * "HostNotFound" or "ClusterNotReady" is therefore never an acceptable outcome. Damage that leaves
+ * an object valid by the contract (the test's own reading of contract.md, not the product's
+ * schemas) is skipped: such an object is allowed to proceed.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiException, BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
@@ -13,7 +21,7 @@ import fc from 'fast-check';
 import { useTestCluster } from '../support/cluster.js';
 import { startSshHosts, type SshHosts } from '../support/sshd.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
-import { bpaGroup } from '../integration/functions/support/fixtures.js';
+import { bpaGroup, createBareMetalHost } from '../integration/functions/support/fixtures.js';
 import { FaultTally } from './report/tally.js';
 import { FaultyChain, conditionsOf } from './support/faulty-chain.js';
 import { damage, hostileString, resilienceSeed, show, withField } from './support/hostile.js';
@@ -22,6 +30,94 @@ import { prepareNamespace } from './support/lab-cluster.js';
 const cluster = useTestCluster();
 const tally = new FaultTally(import.meta.url);
 const objectsPerKind = 150;
+const masterMac = 'aa:bb:cc:dd:ee:01';
+const workerMac = 'aa:bb:cc:dd:ee:02';
+
+/**
+ * Reasons that blame the object itself. Anything else (HostNotFound, ClusterNotReady, ...) would
+ * mean the input got past validation and the world stopped it.
+ */
+const inputReasons = new Set([
+  'InvalidProvisioning',
+  'InvalidMacAddress',
+  'MacAddressMissing',
+  'MastersMissing',
+  'DuplicateNodeLabel',
+  'DuplicateMacAddress',
+  'InvalidSoftware',
+  'InvalidSoftwareItem',
+  'InvalidPackageName',
+  'InvalidPackageVersion',
+]);
+
+// The contract's rules (contract.md sections 2 and 7), written here independently of shared/schemas.
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+const clusterName = (v: unknown) =>
+  typeof v === 'string' && v.length <= 59 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v);
+const mac = (v: unknown) =>
+  typeof v === 'string' && /^[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}$/i.test(v.trim());
+const nodeLabel = (v: string) => /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/.test(v);
+const nodeList = (v: unknown, required: boolean) =>
+  v === undefined || v === null
+    ? !required
+    : Array.isArray(v) &&
+      (!required || v.length > 0) &&
+      v.every((entry) => {
+        if (!isPlainObject(entry) || Object.keys(entry).length !== 1) return false;
+        const [[label, node]] = Object.entries(entry) as [[string, unknown]];
+        return nodeLabel(label) && isPlainObject(node) && mac(node['mac-address']);
+      });
+const cidr = (v: unknown) => {
+  if (typeof v !== 'string') return false;
+  const [address, prefix, ...rest] = v.split('/');
+  const family = isIP(address ?? '');
+  return (
+    rest.length === 0 &&
+    family !== 0 &&
+    /^\d{1,3}$/.test(prefix ?? '') &&
+    Number(prefix) <= (family === 4 ? 32 : 128)
+  );
+};
+const optionalListOf = (v: unknown, item: (x: unknown) => boolean) =>
+  v === undefined || v === null || (Array.isArray(v) && v.every(item));
+
+function validProvisioning(value: unknown): boolean {
+  if (!isPlainObject(value) || !isPlainObject(value.metadata) || !isPlainObject(value.spec)) return false;
+  const labels = value.metadata.labels;
+  const spec = value.spec;
+  return (
+    isPlainObject(labels) &&
+    clusterName(labels.cluster) &&
+    nodeList(spec.masters, true) &&
+    nodeList(spec.workers, false) &&
+    optionalListOf(spec.KUDPlugins, (p) => typeof p === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(p)) &&
+    (spec.PodSubnet === undefined || spec.PodSubnet === null || cidr(spec.PodSubnet))
+  );
+}
+
+const packageName = (v: unknown) =>
+  typeof v === 'string' && v.length <= 256 && /^[a-z0-9][a-z0-9+.-]*$/.test(v);
+const packageVersion = (v: unknown) =>
+  typeof v === 'string' && v.length <= 256 && /^[A-Za-z0-9.+~:-]+$/.test(v);
+const softwareItem = (v: unknown) =>
+  packageName(v) ||
+  (isPlainObject(v) &&
+    Object.keys(v).length === 1 &&
+    Object.entries(v).every(
+      ([name, spec]) => packageName(name) && isPlainObject(spec) && packageVersion(spec.version),
+    ));
+
+function validSoftware(value: unknown): boolean {
+  if (!isPlainObject(value) || !isPlainObject(value.metadata) || !isPlainObject(value.spec)) return false;
+  const labels = value.metadata.labels;
+  return (
+    isPlainObject(labels) &&
+    clusterName(labels.cluster) &&
+    optionalListOf(value.spec.masterSoftware, softwareItem) &&
+    optionalListOf(value.spec.workerSoftware, softwareItem)
+  );
+}
 
 describe('hostile resources through the API server and the functions', () => {
   let lab: SshHosts;
@@ -32,12 +128,23 @@ describe('hostile resources through the API server and the functions', () => {
     lab = await startSshHosts({ count: 1, firstAddress: 95 });
     dir = await mkdtemp(join(tmpdir(), 'bpa-bad-objects-'));
     const { knownHostsPath } = await prepareNamespace(cluster.kubeConfig, cluster.namespace, lab, dir);
-    // A ready cluster whose host must never see a session (no hostile Software names it).
+    // The Provisioning's hosts: both MACs are BareMetalHosts whose NICs resolve to the lab host.
+    for (const [name, mac] of [
+      ['hostile-master', masterMac],
+      ['hostile-worker', workerMac],
+    ] as const)
+      await createBareMetalHost(cluster.kubeConfig, {
+        name,
+        namespace: cluster.namespace,
+        bootMac: mac,
+        nics: [{ name: 'eth0', mac, ip: lab.hosts[0]!.ip }],
+      });
+    // The Software's cluster is ready: its ConfigMap names the lab host, one node both master and worker.
     await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
       namespace: cluster.namespace,
       body: {
         metadata: { name: 'target-configmap', labels: { cluster: 'target' } },
-        data: { MASTER_m: lab.hosts[0]!.ip },
+        data: { MASTER_m: lab.hosts[0]!.ip, WORKER_m: lab.hosts[0]!.ip },
       },
     });
     chain = new FaultyChain({
@@ -93,8 +200,24 @@ describe('hostile resources through the API server and the functions', () => {
     );
     return {
       outcome: failed ? `False ${failed.reason}` : 'no False condition',
-      ok: failed !== undefined,
+      ok: failed !== undefined && inputReasons.has(failed.reason ?? ''),
       detail: JSON.stringify(conditions),
+    };
+  }
+
+  /** What the derived world looks like: Jobs and ConfigMaps in the namespace, SSH sessions. */
+  async function derived() {
+    const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    const names = (items: { metadata?: { name?: string } }[]) => items.map((i) => i.metadata?.name).sort();
+    return {
+      jobs: names((await batch.listNamespacedJob({ namespace: cluster.namespace })).items),
+      // Derived ConfigMaps carry the cluster label (kube-root-ca.crt, made by a controller, does not).
+      configMaps: names(
+        (await core.listNamespacedConfigMap({ namespace: cluster.namespace, labelSelector: 'cluster' }))
+          .items,
+      ),
+      sessions: lab.hosts[0]!.commands().length,
     };
   }
 
@@ -103,20 +226,44 @@ describe('hostile resources through the API server and the functions', () => {
     kind: 'Provisioning',
     metadata: { name: 'x', labels: { cluster: 'hostile' } },
     spec: {
-      masters: [{ 'master-1': { 'mac-address': 'aa:bb:cc:dd:ee:01' } }],
-      workers: [{ 'worker-1': { 'mac-address': 'aa:bb:cc:dd:ee:02' } }],
+      masters: [{ 'master-1': { 'mac-address': masterMac } }],
+      workers: [{ 'worker-1': { 'mac-address': workerMac } }],
       KUDPlugins: ['emco'],
       PodSubnet: '10.244.0.0/16',
     },
   };
+  // The ready cluster: a valid Software installs (see the control below).
   const software = {
     apiVersion: 'bpa.akraino.org/v1alpha1',
     kind: 'Software',
-    // A cluster that is not ready: a hostile Software that is still valid waits (Ready False
-    // ClusterNotReady) instead of installing; invalid package words fail before that check.
-    metadata: { name: 'x', labels: { cluster: 'not-ready' } },
+    metadata: { name: 'x', labels: { cluster: 'target' } },
     spec: { masterSoftware: ['htop', { curl: { version: '7.88.1' } }], workerSoftware: ['jq'] },
   };
+
+  let before: Awaited<ReturnType<typeof derived>>;
+
+  it('control: in this world the undamaged Provisioning launches its Job and the undamaged Software installs', async () => {
+    expect(validProvisioning(provisioning)).toBe(true);
+    expect(validSoftware(software)).toBe(true);
+    const start = await derived();
+    const p = await applyAndHandle('provisionings', provisioning, 0);
+    expect(p.outcome).toBe('no False condition');
+    const s = await applyAndHandle('softwares', software, 0);
+    expect(s.outcome).toBe('no False condition');
+    before = await derived();
+    expect(before.jobs).toEqual([...start.jobs, 'kud-hostile'].sort());
+    expect(before.configMaps.length).toBeGreaterThan(start.configMaps.length);
+    const installed = await conditionsOf(
+      cluster.kubeConfig,
+      'softwares',
+      cluster.namespace,
+      'hostile-softwares-0',
+    );
+    expect(installed.find((c) => c.type === 'Installed')?.status).toBe('True');
+    // One session for the host (master and worker lists together).
+    expect(before.sessions).toBe(start.sessions + 1);
+    expect(lab.hosts[0]!.commands().at(-1)).toContain("'htop' 'curl=7.88.1' 'jq'");
+  }, 120_000);
 
   it.each([
     [
@@ -136,38 +283,42 @@ describe('hostile resources through the API server and the functions', () => {
           ['spec', 'KUDPlugins', 0],
           ['spec', 'PodSubnet'],
         ],
-      }).map((d) => d.value),
+      })
+        .map((d) => d.value)
+        .filter((value) => !validProvisioning(value)),
     ],
     [
       'softwares' as const,
-      fc.oneof(
-        damage(software, {
-          required: [
-            { path: ['spec', 'masterSoftware'], type: 'array', optional: true },
-            { path: ['spec', 'masterSoftware', 0], type: 'string' },
-            { path: ['metadata', 'labels', 'cluster'], type: 'string' },
-          ],
-          text: [
-            ['spec', 'masterSoftware', 0],
-            ['spec', 'workerSoftware', 0],
-            ['metadata', 'labels', 'cluster'],
-          ],
-        }).map((d) => d.value),
-        hostileString.map((v) =>
-          withField(software, ['spec', 'masterSoftware', 1], { curl: { version: v } }),
-        ),
-        hostileString.map((name) =>
-          withField(software, ['spec', 'workerSoftware', 0], { [name]: { version: '1' } }),
-        ),
-      ),
+      fc
+        .oneof(
+          damage(software, {
+            required: [
+              { path: ['spec', 'masterSoftware'], type: 'array', optional: true },
+              { path: ['spec', 'masterSoftware', 0], type: 'string' },
+              { path: ['metadata', 'labels', 'cluster'], type: 'string' },
+            ],
+            text: [
+              ['spec', 'masterSoftware', 0],
+              ['spec', 'workerSoftware', 0],
+              ['metadata', 'labels', 'cluster'],
+            ],
+          }).map((d) => d.value),
+          hostileString.map((v) =>
+            withField(software, ['spec', 'masterSoftware', 1], { curl: { version: v } }),
+          ),
+          hostileString.map((name) =>
+            withField(software, ['spec', 'workerSoftware', 0], { [name]: { version: '1' } }),
+          ),
+        )
+        .filter((value) => !validSoftware(value)),
     ],
   ])(
-    'refuses hostile %s with an API 4xx or a False condition, never a 5xx, a session or a derived object',
+    'refuses hostile %s with an API 4xx or a False condition blaming the input, never a 5xx, a session or a derived object',
     async (plural, arbitrary) => {
-      const sessionsBefore = lab.hosts[0]!.commands().length;
+      expect(before).toBeDefined(); // the control ran: the world accepts valid objects
       const outcomes = new Map<string, number>();
       const problems: string[] = [];
-      let index = 0;
+      let index = 1;
       await fc.assert(
         fc.asyncProperty(arbitrary as fc.Arbitrary<unknown>, async (body) => {
           const result = await applyAndHandle(plural, body, index++);
@@ -185,9 +336,7 @@ describe('hostile resources through the API server and the functions', () => {
           .join('; ')}`,
       );
       expect(problems.slice(0, 10)).toEqual([]);
-      expect(lab.hosts[0]!.commands().length).toBe(sessionsBefore);
-      const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
-      expect((await batch.listNamespacedJob({ namespace: cluster.namespace })).items).toEqual([]);
+      expect(await derived()).toEqual(before);
     },
     600_000,
   );
