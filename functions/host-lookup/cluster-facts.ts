@@ -5,6 +5,7 @@ import type { KubeClients } from '../../shared/k8s/clients.js';
 import { callApi } from '../../shared/k8s/api-errors.js';
 import { bareMetalHostsResource } from '../../shared/k8s/resources.js';
 import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
+import { BpaError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import type { HostLookupConfig } from './config.js';
 import { loadLeases, parseLeasesSource } from './lease-source.js';
@@ -32,10 +33,31 @@ export class ClusterFacts {
     return this.hosts;
   }
 
+  /**
+   * Running pods of the configured VM_NAMESPACES only: any tenant can create a pod that looks
+   * like a Virtlet VM, so pods are never searched in every namespace (docs/security.md).
+   */
   runningPods(): Promise<Pod[]> {
-    this.pods ??= callApi('list running pods in all namespaces', () =>
-      this.clients.core.listPodForAllNamespaces({ fieldSelector: 'status.phase=Running' }),
-    ).then((list) => keepValid(list.items, (item) => podSchema.safeParse(item)));
+    const namespaces = this.config.VM_NAMESPACES;
+    if (namespaces.length === 0)
+      return Promise.reject(
+        new BpaError(
+          'VmNamespacesNotConfigured',
+          'cluster-type virtlet-vm needs VM_NAMESPACES: the namespaces whose Running pods may be taken as Virtlet VMs (none is configured)',
+        ),
+      );
+    this.pods ??= Promise.all(
+      namespaces.map((namespace) =>
+        callApi(`list running pods in namespace ${namespace}`, () =>
+          this.clients.core.listNamespacedPod({ namespace, fieldSelector: 'status.phase=Running' }),
+        ),
+      ),
+    ).then((lists) =>
+      keepValid(
+        lists.flatMap((list) => list.items),
+        (item) => podSchema.safeParse(item),
+      ),
+    );
     return this.pods;
   }
 

@@ -1,19 +1,36 @@
 import { z } from 'zod';
 import { envList, envOptionalString } from '../../shared/config.js';
 import { parseLeasesSource } from './lease-source.js';
-import { describeError } from '../../shared/errors.js';
+
+export const defaultBmhNamespace = 'metal3';
+
+/**
+ * `BMH_NAMESPACE`: absent → `metal3`; an empty value, set on purpose → every namespace
+ * (undefined). Unlike other variables, empty is a choice here: searching every namespace lets
+ * a tenant's BareMetalHost answer for another tenant's MAC (docs/security.md).
+ */
+const bmhNamespaceEnv = z
+  .string()
+  .optional()
+  .transform((value) => (value === undefined ? defaultBmhNamespace : value.trim() || undefined));
 
 /** host-lookup's env (docs/architecture.md, Config). */
 export const hostLookupConfigSchema = z.object({
-  /** Namespace of the BareMetalHosts; absent: all namespaces. */
-  BMH_NAMESPACE: envOptionalString(),
+  /** Namespace of the BareMetalHosts; empty on purpose: all namespaces. */
+  BMH_NAMESPACE: bmhNamespaceEnv,
+  /**
+   * Namespaces whose pods may be taken as Virtlet VMs (comma-separated). Empty: none, and a
+   * `cluster-type: virtlet-vm` Provisioning is told so. Never every namespace: any tenant can
+   * create a pod that looks like a VM.
+   */
+  VM_NAMESPACES: envList<string>([]),
   /** `/path/to/dhcpd.leases` or `configmap:<namespace>/<name>/<key>`; absent: no lease file. */
   LEASES_SOURCE: envOptionalString().superRefine((value, ctx) => {
     if (value === undefined) return;
     try {
       parseLeasesSource(value);
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: describeError(error).message });
+      ctx.addIssue({ code: 'custom', message: error instanceof Error ? error.message : String(error) });
     }
   }),
   /** Bare-metal IP sources, in the order they are tried. */

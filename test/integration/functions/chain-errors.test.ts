@@ -99,7 +99,7 @@ describe('contract errors', () => {
       namespace,
       bootMac: 'ee:ee:00:00:00:02',
     });
-    harness = new ChainHarness(cluster.kubeConfig, { BMH_NAMESPACE: namespace });
+    harness = new ChainHarness(cluster.kubeConfig, { BMH_NAMESPACE: namespace, VM_NAMESPACES: namespace });
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
   });
   afterAll(() => harness?.stop());

@@ -58,7 +58,11 @@ describe('chain variants', () => {
   let harness: ChainHarness;
 
   beforeAll(async () => {
-    harness = new ChainHarness(cluster.kubeConfig, { BMH_NAMESPACE: cluster.namespace, IP_SOURCES: 'nics' });
+    harness = new ChainHarness(cluster.kubeConfig, {
+      BMH_NAMESPACE: cluster.namespace,
+      VM_NAMESPACES: cluster.namespace,
+      IP_SOURCES: 'nics',
+    });
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
   });
   afterAll(() => harness?.stop());

@@ -3,10 +3,15 @@ import { parseObjects } from '../../unit/manifests/kustomize.js';
 import { rbacTable } from '../../unit/manifests/rbac-table.js';
 import { kubectl, kustomizeInto } from './kubectl.js';
 
-const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'];
+const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+
+/** How many objects applyRbac applies: 3 per account, 2 more for install-namespace grants. */
+export const rbacObjectCount = () =>
+  Object.values(rbacTable).reduce((count, a) => count + 3 + ((a.installNamespaceGrants ?? []).length > 0 ? 2 : 0), 0);
 
 /**
- * Applies the rendered ServiceAccounts, ClusterRoles and ClusterRoleBindings for real, rendered
+ * Applies the rendered ServiceAccounts, ClusterRoles and ClusterRoleBindings (and the Roles of the
+ * install namespace, which is `namespace` here) for real, rendered
  * into `namespace` with `prefix` on every name, so the cluster-scoped roles of one test file
  * collide with nothing else in the run. Returns how many objects were applied.
  */

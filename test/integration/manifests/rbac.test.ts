@@ -9,7 +9,7 @@ import {
   type Permission,
 } from '../../unit/manifests/rbac-table.js';
 import { kubectl, mapLimited } from './kubectl.js';
-import { applyRbac, deleteRbac } from './rbac-install.js';
+import { applyRbac, deleteRbac, rbacObjectCount } from './rbac-install.js';
 
 // The RBAC objects applied for real, then the API server asked, as each ServiceAccount, about
 // every permission of the table (yes), a sample of others (no), and for its whole rule list
@@ -19,11 +19,15 @@ const cluster = useTestCluster({ namespacePrefix: 'manifests-rbac' });
 let prefix = '';
 const userOf = (serviceAccount: string) => `system:serviceaccount:${cluster.namespace}:${prefix}${serviceAccount}`;
 
-/** `kubectl auth can-i` in every namespace at once: the functions work across all of them. */
-async function canI(serviceAccount: string, p: Permission): Promise<boolean> {
+/**
+ * `kubectl auth can-i` in every namespace at once (the functions work across all of them), or
+ * in one namespace when given (the install namespace's Role).
+ */
+async function canI(serviceAccount: string, p: Permission, namespace?: string): Promise<boolean> {
   const [resource, subresource] = p.resource.split('/');
   const target = `${resource}${p.group ? `.${p.group}` : ''}${p.resourceName ? `/${p.resourceName}` : ''}`;
-  const args = ['auth', 'can-i', p.verb, target, '--all-namespaces', `--as=${userOf(serviceAccount)}`];
+  const where = namespace ? ['-n', namespace] : ['--all-namespaces'];
+  const args = ['auth', 'can-i', p.verb, target, ...where, `--as=${userOf(serviceAccount)}`];
   if (subresource) args.push(`--subresource=${subresource}`);
   const result = await kubectl(cluster.kubeconfigPath, args);
   const answer = result.stdout.trim();
@@ -58,7 +62,7 @@ async function rulesOf(serviceAccount: string, namespace: string) {
 
 beforeAll(async () => {
   prefix = `${cluster.namespace}-`;
-  expect(await applyRbac(cluster.kubeconfigPath, cluster.namespace, prefix)).toBe(Object.keys(rbacTable).length * 3);
+  expect(await applyRbac(cluster.kubeconfigPath, cluster.namespace, prefix)).toBe(rbacObjectCount());
 });
 
 afterAll(async () => {
@@ -81,6 +85,24 @@ describe.each(Object.entries(rbacTable))('%s', (_, account) => {
     expect(answers).toEqual(forbiddenSamples.map((p) => [permissionKey(p), false]));
   });
 
+  const inInstallNamespace = permissionsOf(grantsAsRules(account.installNamespaceGrants ?? []));
+  const installOnly = inInstallNamespace.filter(
+    (p) => !granted.some((g) => permissionKey(g) === permissionKey(p)),
+  );
+
+  it('may do the install-namespace calls there, and only there', async () => {
+    const here = await mapLimited(inInstallNamespace, 4, async (p) => [
+      permissionKey(p),
+      await canI(account.serviceAccount, p, cluster.namespace),
+    ]);
+    expect(here).toEqual(inInstallNamespace.map((p) => [permissionKey(p), true]));
+    const elsewhere = await mapLimited(installOnly, 4, async (p) => [
+      permissionKey(p),
+      await canI(account.serviceAccount, p, 'some-user-namespace'),
+    ]);
+    expect(elsewhere).toEqual(installOnly.map((p) => [permissionKey(p), false]));
+  });
+
   it('has exactly the table’s rules and nothing more', async () => {
     const rules = await rulesOf(account.serviceAccount, 'some-user-namespace');
     // Every authenticated user may ask what it may do (system:basic-user): not ours to grant.
@@ -88,5 +110,9 @@ describe.each(Object.entries(rbacTable))('%s', (_, account) => {
     const ours = rules.filter((r) => !r.apiGroups.every((g) => selfReviews.includes(g)));
     const keys = (list: Permission[]) => [...new Set(list.map(permissionKey))].sort();
     expect(keys(permissionsOf(ours))).toEqual(keys(granted));
+    const installRules = (await rulesOf(account.serviceAccount, cluster.namespace)).filter(
+      (r) => !r.apiGroups.every((g) => selfReviews.includes(g)),
+    );
+    expect(keys(permissionsOf(installRules))).toEqual(keys([...granted, ...inInstallNamespace]));
   });
 });

@@ -5,6 +5,8 @@ import {
   clusterRoleBindingSchema,
   clusterRoleSchema,
   knativeServiceSchema,
+  roleBindingSchema,
+  roleSchema,
   pingSourceSchema,
   triggerSchema,
 } from './schemas.js';
@@ -38,6 +40,8 @@ export function renderedManifests(text = kustomize(manifestsDir)) {
     pingSources: ofKind(objects, 'PingSource').map((o) => pingSourceSchema.parse(o)),
     clusterRoles: ofKind(objects, 'ClusterRole').map((o) => clusterRoleSchema.parse(o)),
     clusterRoleBindings: ofKind(objects, 'ClusterRoleBinding').map((o) => clusterRoleBindingSchema.parse(o)),
+    roles: ofKind(objects, 'Role').map((o) => roleSchema.parse(o)),
+    roleBindings: ofKind(objects, 'RoleBinding').map((o) => roleBindingSchema.parse(o)),
     serviceAccounts: ofKind(objects, 'ServiceAccount'),
     bpaConfig: bpaConfig.data,
   };

@@ -23,7 +23,18 @@ export interface Account {
   /** ClusterRole (and ClusterRoleBinding) name. */
   clusterRole: string;
   grants: Grant[];
+  /**
+   * Grants that only concern the functions' own (install) namespace: a Role and RoleBinding of
+   * the ClusterRole's name there, never cluster-wide (the cluster-name claims, `kud-installer`).
+   */
+  installNamespaceGrants?: Grant[];
 }
+
+/** Every grant of an account, cluster-wide and in the install namespace. */
+export const allGrantsOf = (account: Account | undefined) => [
+  ...(account?.grants ?? []),
+  ...(account?.installNamespaceGrants ?? []),
+];
 
 const bpa = 'bpa.akraino.org';
 // shared/k8s/events.ts: core/v1 Events only; create, then a JSON patch of count/lastTimestamp
@@ -54,9 +65,9 @@ export const rbacTable: Record<string, Account> = {
         group: 'metal3.io',
         resource: 'baremetalhosts',
         verbs: ['list'],
-        why: 'MAC lookup: one list per invocation (BMH_NAMESPACE, else all namespaces), never a get',
+        why: 'MAC lookup: one list per invocation in BMH_NAMESPACE (default metal3; all namespaces only when set empty on purpose), never a get',
       },
-      { group: '', resource: 'pods', verbs: ['list'], why: 'virtlet-vm clusters only: running VM pods in all namespaces' },
+      { group: '', resource: 'pods', verbs: ['list'], why: 'virtlet-vm clusters only: running VM pods in the VM_NAMESPACES (none by default), never all namespaces' },
       {
         group: '',
         resource: 'configmaps',

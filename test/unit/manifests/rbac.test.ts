@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './kustomize.js';
 import { renderedManifests } from './manifest-set.js';
-import { forbiddenSamples, permissionKey, permissionsOf, rbacTable, grantsAsRules } from './rbac-table.js';
+import { allGrantsOf, forbiddenSamples, permissionKey, permissionsOf, rbacTable, grantsAsRules } from './rbac-table.js';
 
 const manifests = renderedManifests();
 const keysOf = (rules: Parameters<typeof permissionsOf>[0]) => permissionsOf(rules).map(permissionKey).sort();
@@ -20,8 +20,22 @@ describe('RBAC', () => {
     }
   });
 
-  it('uses only ClusterRoles and bindings, no Roles (resources live in users’ namespaces)', () => {
-    expect(manifests.objects.filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding')).toEqual([]);
+  it('has a Role (and RoleBinding) in bpa-system exactly for the install-namespace grants', () => {
+    const namespaced = Object.values(rbacTable).filter((a) => (a.installNamespaceGrants ?? []).length > 0);
+    expect(manifests.roles.map((r) => `${r.metadata.namespace}/${r.metadata.name}`).sort()).toEqual(
+      namespaced.map((a) => `bpa-system/${a.clusterRole}`).sort(),
+    );
+    for (const account of namespaced) {
+      const role = manifests.roles.find((r) => r.metadata.name === account.clusterRole);
+      expect(keysOf(role?.rules ?? [])).toEqual(keysOf(grantsAsRules(account.installNamespaceGrants ?? [])));
+      const bindings = manifests.roleBindings.filter((b) => b.roleRef.name === account.clusterRole);
+      expect(bindings.map((b) => [b.metadata.namespace, b.subjects])).toEqual([
+        ['bpa-system', [{ kind: 'ServiceAccount', name: account.serviceAccount, namespace: 'bpa-system' }]],
+      ]);
+    }
+  });
+
+  it('has one ClusterRole per account (resources live in users’ namespaces)', () => {
     expect(manifests.clusterRoles.map((r) => r.metadata.name).sort()).toEqual(
       Object.values(rbacTable)
         .map((a) => a.clusterRole)
@@ -52,7 +66,7 @@ describe('RBAC', () => {
 
   it('grants none of the forbidden samples to any account', () => {
     for (const account of Object.values(rbacTable)) {
-      const granted = new Set(permissionsOf(grantsAsRules(account.grants)).map(permissionKey));
+      const granted = new Set(permissionsOf(grantsAsRules(allGrantsOf(account))).map(permissionKey));
       for (const sample of forbiddenSamples) {
         // A name-limited sample is also granted by a rule without names.
         const unnamed = permissionKey({ ...sample, resourceName: undefined });
@@ -90,7 +104,9 @@ describe('docs/deploy.md RBAC table', () => {
       )
       .sort();
     const expected = Object.values(rbacTable)
-      .flatMap((a) => permissionsOf(grantsAsRules(a.grants)).map((p) => `${a.serviceAccount} ${permissionKey(p)}`))
+      .flatMap((a) =>
+        permissionsOf(grantsAsRules(allGrantsOf(a))).map((p) => `${a.serviceAccount} ${permissionKey(p)}`),
+      )
       .sort();
     expect(documented).toEqual(expected);
   });
@@ -101,7 +117,7 @@ describe('docs/deploy.md RBAC table', () => {
       why,
     ]);
     const expected = Object.values(rbacTable).flatMap((a) =>
-      a.grants.map((g) => [
+      allGrantsOf(a).map((g) => [
         `${a.serviceAccount} ${g.group}/${g.resource} ${g.resourceNames?.join(', ') ?? 'any'}`,
         g.why,
       ]),

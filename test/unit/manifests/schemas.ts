@@ -139,6 +139,19 @@ export const clusterRoleBindingSchema = z.looseObject({
   subjects: z.array(z.object({ kind: z.literal('ServiceAccount'), name, namespace: name })).length(1),
 });
 
+export const roleSchema = z.looseObject({
+  kind: z.literal('Role'),
+  metadata: z.looseObject({ name, namespace: name }),
+  rules: z.array(policyRuleSchema).min(1),
+});
+
+export const roleBindingSchema = z.looseObject({
+  kind: z.literal('RoleBinding'),
+  metadata: z.looseObject({ name, namespace: name }),
+  roleRef: z.object({ apiGroup: z.literal('rbac.authorization.k8s.io'), kind: z.literal('Role'), name }),
+  subjects: z.array(z.object({ kind: z.literal('ServiceAccount'), name, namespace: name })).length(1),
+});
+
 /** func.yaml, the fields knative/func's schema (specVersion 0.36.0) defines that we use. */
 export const funcYamlSchema = z.strictObject({
   specVersion: z.literal('0.36.0'),
