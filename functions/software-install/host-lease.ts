@@ -61,6 +61,14 @@ export interface HeldLease {
   release(): Promise<void>;
 }
 
+/**
+ * A MicroTime as the API server parses it (six fractional digits). client-node types these
+ * fields as Date but sends a Date with JavaScript's three digits, which the server rejects (400),
+ * and passes strings through unchanged: so a string it is.
+ */
+export const microTime = (date: Date) =>
+  date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z') as unknown as Date;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Holds host Leases for one installer: acquire, keep renewed, release. */
@@ -123,7 +131,7 @@ export class HostLeases {
   /** Creates or takes over the Lease; undefined when another writer won the race (409). */
   private async take(name: string, current: V1Lease | undefined): Promise<V1Lease | undefined> {
     const { namespace, holder, durationSeconds } = this.options;
-    const now = this.now();
+    const now = microTime(this.now());
     const transitions = current?.spec?.leaseTransitions ?? 0;
     const changedHands = current?.spec?.holderIdentity !== holder;
     const spec = {

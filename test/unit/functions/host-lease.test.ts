@@ -1,4 +1,4 @@
-import { hostLeaseName, leaseState } from '../../../functions/software-install/host-lease.js';
+import { hostLeaseName, leaseState, microTime } from '../../../functions/software-install/host-lease.js';
 import {
   backoffDelayMs,
   defaultRetryPolicy,
@@ -71,4 +71,8 @@ test('host faults are retried; host-key and authentication refusals never are', 
     expect(isRetryable(result(reason))).toBe(true);
   for (const reason of ['HostKeyChanged', 'HostKeyUnknown', 'HostKeyRevoked', 'AuthenticationFailed'])
     expect(isRetryable(result(reason))).toBe(false);
+});
+
+test('Lease times go out with the six fractional digits the API server parses', () => {
+  expect(String(microTime(at('2026-12-01T08:28:16.564Z')))).toBe('2026-12-01T08:28:16.564000Z');
 });
