@@ -2,7 +2,9 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
 import type { KubeClients } from './clients.js';
 import { callApi, classifyApiError, isConflict, isNotFound, readOrUndefined } from './api-errors.js';
-import { transient } from '../errors.js';
+import { BpaError, transient } from '../errors.js';
+import { ownershipConflict } from '../core/ownership.js';
+import type { ProvisioningOwner } from '../core/owner.js';
 
 /** ConfigMaps: read, list by label, and the idempotent upsert the functions write with. */
 
@@ -49,10 +51,13 @@ function ownedPartsDiffer(stored: V1ConfigMap, desired: V1ConfigMap): boolean {
 /**
  * Creates the ConfigMap, or brings an existing one to the desired data/labels/annotations/owner
  * (replace with resourceVersion; a 409 re-reads). Same content already there: unchanged.
+ * Never adopts: a stored ConfigMap the functions did not create for this Provisioning
+ * (shared/core/ownership.ts) is left untouched and throws `ObjectConflict` naming it.
  */
 export async function upsertConfigMap(
   clients: KubeClients,
   desired: V1ConfigMap,
+  owner?: ProvisioningOwner,
   maxAttempts = 5,
 ): Promise<UpsertOutcome> {
   const name = desired.metadata?.name ?? '';
@@ -71,6 +76,8 @@ export async function upsertConfigMap(
         throw classifyApiError(error, `create ${what}`);
       }
     }
+    const conflict = owner && ownershipConflict('ConfigMap', stored, owner);
+    if (conflict) throw new BpaError('ObjectConflict', conflict);
     if (!ownedPartsDiffer(stored, desired)) return 'unchanged';
     const body: V1ConfigMap = {
       ...stored,
