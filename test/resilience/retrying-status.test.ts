@@ -25,7 +25,9 @@ import {
   bpaGroup,
   conditionOf,
   createProvisioning,
+  managedFor,
   readProvisioning,
+  writeProvisioningStatus,
 } from '../integration/functions/support/fixtures.js';
 import { clusterProvisioning, createSoftware, nodeMac } from './support/lab-cluster.js';
 
@@ -76,6 +78,21 @@ describe('a transient fault is on status before the 5xx', () => {
       cluster.kubeConfig,
       clusterProvisioning(cluster.namespace, 71, 'flaky-cm', 1, 0),
     );
+    // Events are pointers: inventory-render renders the nodes host-lookup recorded.
+    await writeProvisioningStatus(cluster.kubeConfig, cluster.namespace, 'flaky-cm', {
+      conditions: [
+        { type: 'HostsResolved', status: 'True', reason: 'HostsResolved', message: 'Resolved 1 node' },
+      ],
+      nodes: [
+        {
+          label: 'master-0',
+          roles: ['master', 'worker'],
+          mac: nodeMac(71, 0),
+          ip: '10.0.0.71',
+          source: 'host-nics',
+        },
+      ],
+    });
     const event = new CloudEvent<unknown>({
       type: EventTypes.hostsResolved,
       source: '/test',
@@ -130,10 +147,29 @@ describe('a transient fault is on status before the 5xx', () => {
       ],
       workerOrder: ['master-0'],
     });
-    // The stored inventory is what kud-job-launch checks the event against (written directly: the proxy refuses it).
+    // What inventory-render would have left: its ConfigMap (written directly: the proxy refuses
+    // it) and InventoryRendered True; kud-job-launch reads both, never the event's data.
     await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
       namespace: cluster.namespace,
-      body: { metadata: { name: 'flaky-job-inventory' }, data: { 'hosts.ini': inventory } },
+      body: {
+        metadata: { name: 'flaky-job-inventory', ...managedFor(stored, 'flaky-job') },
+        data: { 'hosts.ini': inventory },
+      },
+    });
+    await writeProvisioningStatus(cluster.kubeConfig, cluster.namespace, 'flaky-job', {
+      conditions: [
+        { type: 'HostsResolved', status: 'True', reason: 'HostsResolved', message: 'Resolved 1 node' },
+        { type: 'InventoryRendered', status: 'True', reason: 'InventoryRendered', message: 'rendered' },
+      ],
+      nodes: [
+        {
+          label: 'master-0',
+          roles: ['master', 'worker'],
+          mac: nodeMac(72, 0),
+          ip: '10.0.0.72',
+          source: 'host-nics',
+        },
+      ],
     });
     const event = new CloudEvent<unknown>({
       type: EventTypes.inventoryRendered,

@@ -132,3 +132,47 @@ export async function createBareMetalHost(
     },
   });
 }
+
+/**
+ * Writes a Provisioning's status as the earlier steps would have (through the status
+ * subresource), e.g. HostsResolved True with `status.nodes`, so one step can be driven alone.
+ */
+export async function writeProvisioningStatus(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+  status: {
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+    [field: string]: unknown;
+  },
+) {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const live = await readProvisioning(kubeConfig, namespace, name);
+  const conditions = (status.conditions ?? []).map((c) => ({
+    ...c,
+    lastTransitionTime: '2026-01-01T00:00:00Z',
+    observedGeneration: live.metadata.generation,
+  }));
+  return (await api.replaceNamespacedCustomObjectStatus({
+    ...bpaGroup,
+    plural: 'provisionings',
+    namespace,
+    name,
+    body: { ...live, status: { ...live.status, ...status, conditions } },
+  })) as StoredProvisioning;
+}
+
+/** Metadata that makes an object one the functions created for this Provisioning. */
+export const managedFor = (owner: { metadata: { name: string; uid: string } }, cluster: string) => ({
+  labels: { cluster, 'app.kubernetes.io/managed-by': 'bpa-functions' },
+  ownerReferences: [
+    {
+      apiVersion: 'bpa.akraino.org/v1alpha1',
+      kind: 'Provisioning',
+      name: owner.metadata.name,
+      uid: owner.metadata.uid,
+      controller: true,
+      blockOwnerDeletion: true,
+    },
+  ],
+});
