@@ -2,7 +2,7 @@
 # Everything `npm test` and `npm start` need beyond node_modules, installed idempotently:
 # Debian packages (OpenSSH server for the SSH tests and the lab, Ansible for the KUD stand-in, Chromium for the
 # live-view test), the Go-built control plane
-# (kube-apiserver + etcd, cached per version), the compiled TypeScript, and (for tests) typecheck + lint.
+# (kube-apiserver + etcd, cached per version), the S3 server (versitygw, cached per version), the compiled TypeScript, and (for tests) typecheck + lint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +32,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 bash engines/build.sh >/dev/null
+# The S3 server (versitygw) of the image service's tests and `bpa dev`: minutes the first time, then cached.
+bash engines/build.sh s3 >/dev/null
 if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
   # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.
   bash scripts/debian-root.sh >/dev/null
