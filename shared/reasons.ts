@@ -8,14 +8,17 @@
  * - `retry`: the world can fix it without a new generation (a host or a lease that appears
  *   later, a Secret created afterwards), so the sweep tries the step again;
  * - `change`: only a spec change (a new generation) fixes it; the sweep leaves it alone, so a
- *   failure is reported once instead of looping.
+ *   failure is reported once instead of looping;
+ * - `hourly`: the API server refused the work (403, 422: RBAC, admission); a change of the
+ *   resource or of the cluster's configuration fixes it, which nothing announces, so the sweep
+ *   tries again at most once an hour, never as a loop.
  * Progress and success reasons have no `sweep`: they are not a stop. A transient fault is
  * written as Unknown with the error's own reason (shared/k8s/retrying-condition.ts) and is
  * always re-driven, whatever its reason.
  */
 
 /** What re-runs a step that stopped with a reason. */
-export type SweepPolicy = 'retry' | 'change';
+export type SweepPolicy = 'retry' | 'change' | 'hourly';
 
 export interface ReasonSpec {
   /** The condition status this reason goes with. */
@@ -54,6 +57,39 @@ export const conditionReasons = {
   },
   JobFailed: { status: 'False', means: 'The KUD Job failed (contract section 6 wording)', sweep: 'change' },
 
+  // Provisioning: its lifecycle (contract section 10).
+  ClusterNameInUse: {
+    status: 'False',
+    means: 'Another Provisioning owns the cluster name; this one proceeds once the name is free',
+    sweep: 'retry',
+  },
+  ObjectConflict: {
+    status: 'False',
+    means: 'An object the chain would write exists and was not created by bpa-functions for it',
+    sweep: 'retry',
+  },
+  JobMissing: {
+    status: 'False',
+    means: 'The KUD Job disappeared while awaited; a new one is launched for the generation',
+  },
+  JobRefused: {
+    status: 'False',
+    means: 'The API server refused the KUD Job (403, 422: RBAC, an admission webhook or policy)',
+    sweep: 'hourly',
+  },
+  JobDeadlineExceeded: { status: 'False', means: 'The KUD Job ran past its deadline', sweep: 'change' },
+  Cancelled: {
+    status: 'False',
+    means: 'bpa.akraino.org/cancel stopped the KUD Job; bpa.akraino.org/retry or a spec change re-runs it',
+    sweep: 'change',
+  },
+  VmNamespacesNotConfigured: {
+    status: 'False',
+    means: 'cluster-type virtlet-vm but no VM_NAMESPACES configured',
+    sweep: 'retry',
+  },
+  Deleting: { status: 'Unknown', means: 'Deleted: the cleanup (Job, KUD directory, cluster name) runs' },
+
   // Software.
   Installed: { status: 'True', means: 'Every node of the cluster has the packages' },
   Installing: { status: 'Unknown', means: 'An install of this generation is running (a claim holds it)' },
@@ -89,4 +125,23 @@ export const Reason = Object.fromEntries(Object.keys(conditionReasons).map((name
 export function retriedBySweep(reason: string | undefined): boolean {
   const spec = reason === undefined ? undefined : (conditionReasons as Record<string, ReasonSpec>)[reason];
   return spec?.sweep === 'retry';
+}
+
+/** How long a condition with an `hourly` reason stays before the sweep tries its step again. */
+export const hourlyRetrySeconds = 3600;
+
+/**
+ * True when the sweep re-runs a step that stopped with this condition now: `retry` reasons
+ * always, `hourly` ones once the condition is an hour old.
+ */
+export function sweepRetries(
+  condition: { reason?: string; lastTransitionTime?: string } | undefined,
+  now: Date = new Date(),
+): boolean {
+  const reason = condition?.reason;
+  const spec = reason === undefined ? undefined : (conditionReasons as Record<string, ReasonSpec>)[reason];
+  if (spec?.sweep === 'retry') return true;
+  if (spec?.sweep !== 'hourly') return false;
+  const since = Date.parse(condition?.lastTransitionTime ?? '');
+  return Number.isNaN(since) || now.getTime() - since >= hourlyRetrySeconds * 1000;
 }

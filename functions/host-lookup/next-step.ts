@@ -1,7 +1,7 @@
 import type { Condition } from '../../shared/schemas/kube.js';
 import { conditionFor } from '../../shared/k8s/conditions.js';
 import { ProvisioningCondition } from '../../shared/k8s/provisioning.js';
-import { retriedBySweep } from '../../shared/reasons.js';
+import { sweepRetries } from '../../shared/reasons.js';
 
 /**
  * What the sweep does for one Provisioning of generation `generation`:
@@ -11,11 +11,16 @@ import { retriedBySweep } from '../../shared/reasons.js';
  * - launch: inventory rendered but no Job launched (or a running older Job blocked it): send
  *   inventory.rendered again;
  * - none: Ready, in progress (the Job runs; kud-job-launch's own sweep finishes it), or failed
- *   for a reason only a spec change can fix (a new generation re-runs the chain).
+ *   for a reason only a spec change can fix (a new generation re-runs the chain), or refused by
+ *   the API server less than an hour ago (shared/reasons.ts, `hourly`).
  */
 export type SweepStep = 'resolve' | 'render' | 'launch' | 'none';
 
-export function nextStep(conditions: readonly Condition[], generation: number): SweepStep {
+export function nextStep(
+  conditions: readonly Condition[],
+  generation: number,
+  now: Date = new Date(),
+): SweepStep {
   const at = (type: string) => conditionFor(conditions, type, generation);
   if (at(ProvisioningCondition.ready)?.status === 'True') return 'none';
   if (at(ProvisioningCondition.kudInstalled)) return 'none';
@@ -24,8 +29,11 @@ export function nextStep(conditions: readonly Condition[], generation: number): 
   const hosts = at(ProvisioningCondition.hostsResolved);
   if (!hosts || hosts.status === 'Unknown') return 'resolve';
   if (hosts.status !== 'True')
-    return hosts.status === 'False' && retriedBySweep(hosts.reason) ? 'resolve' : 'none';
+    return hosts.status === 'False' && sweepRetries(hosts, now) ? 'resolve' : 'none';
   const inventory = at(ProvisioningCondition.inventoryRendered);
+  if (inventory?.status === 'False' && !sweepRetries(inventory, now)) return 'none';
   if (inventory?.status !== 'True') return 'render';
+  // A refused Job (JobRefused) is tried again at most hourly, never each sweep.
+  if (launched?.status === 'False' && !sweepRetries(launched, now)) return 'none';
   return 'launch';
 }

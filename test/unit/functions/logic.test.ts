@@ -95,6 +95,25 @@ describe('the sweep of host-lookup', () => {
     expect(nextStep([cond('HostsResolved', 'False', 1, 'MacAddressMissing')], 1)).toBe('none');
     expect(nextStep([cond('HostsResolved', 'False', 1, 'HostNotFound')], 1)).toBe('resolve');
   });
+  it('tries a step the API server refused (JobRefused) again at most once an hour', () => {
+    const refused = (at: string) => [
+      cond('HostsResolved', 'True'),
+      cond('InventoryRendered', 'True'),
+      { ...cond('JobLaunched', 'False', 1, 'JobRefused'), lastTransitionTime: at },
+    ];
+    const now = new Date('2026-01-01T02:00:00Z');
+    expect(nextStep(refused('2026-01-01T01:30:00Z'), 1, now)).toBe('none');
+    expect(nextStep(refused('2026-01-01T00:59:59Z'), 1, now)).toBe('launch');
+  });
+  it('leaves a conflicting or invalid inventory alone unless the world can fix it', () => {
+    const inventory = (reason: string) => [
+      cond('HostsResolved', 'True'),
+      cond('InventoryRendered', 'False', 1, reason),
+    ];
+    expect(nextStep(inventory('ObjectConflict'), 1)).toBe('render');
+    expect(nextStep(inventory('DuplicateNodeLabel'), 1)).toBe('none');
+    expect(nextStep([cond('HostsResolved', 'False', 1, 'ClusterNameInUse')], 1)).toBe('resolve');
+  });
   it('retries a step whose transient fault was recorded as Unknown', () => {
     expect(nextStep([cond('HostsResolved', 'Unknown', 1, 'KubernetesApiUnavailable')], 1)).toBe('resolve');
   });
