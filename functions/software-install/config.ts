@@ -13,6 +13,14 @@ export const softwareInstallConfigSchema = z.object({
   SSH_CONCURRENCY: envInt(32, { min: 1, max: 1000 }),
   SSH_TIMEOUT_SECONDS: envInt(600, { min: 1 }),
   SSH_CONNECT_TIMEOUT_SECONDS: envInt(15, { min: 1 }),
+  /** apt's `-o DPkg::Lock::Timeout`: how long it waits for a dpkg lock held by another apt. */
+  APT_LOCK_TIMEOUT_SECONDS: envInt(300, { min: 0, max: 86400 }),
+  /** Attempts per host (the first included) before a host counts as failed (contract section 11). */
+  INSTALL_ATTEMPTS: envInt(3, { min: 1, max: 20 }),
+  /** Wait before the second attempt on a host; doubled for each next one, at most 16 times this. */
+  INSTALL_RETRY_DELAY_SECONDS: envInt(10, { min: 0, max: 3600 }),
+  /** A host Lease's duration: how long a dead installer keeps a host before another may take it. */
+  HOST_LEASE_SECONDS: envInt(60, { min: 5, max: 3600 }),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
 });

@@ -1,0 +1,84 @@
+import {
+  installJob,
+  installJobName,
+  installerRole,
+  installerRoleBinding,
+  installerServiceAccountName,
+} from '../../../functions/software-install/install-job/job-objects.js';
+import { nodesNotInstalled } from '../../../functions/software-install/install-job/run.js';
+
+const software = { namespace: 'edge', name: 'sw', uid: 'u-1', generation: 4 };
+
+test('Job names: one per generation and run, at most 63 characters, distinct when cut', () => {
+  expect(installJobName('sw', 4)).toBe('sw-install-4');
+  expect(installJobName('sw', 4, 'r1a2b3c4')).toBe('sw-install-4-r1a2b3c4');
+  const long = 'a'.repeat(60);
+  expect(installJobName(long, 1).length).toBeLessThanOrEqual(63);
+  expect(installJobName(long, 1)).not.toBe(installJobName(long, 2));
+  expect(installJobName(long, 1)).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+});
+
+test('the Role writes the status of that one Software only, and reads no Secret but the SSH key', () => {
+  const rules = installerRole(software, 'ssh-key-secret').rules ?? [];
+  const writes = rules.filter((r) =>
+    r.verbs.some((v) => ['update', 'patch', 'create', 'delete'].includes(v)),
+  );
+  const bpaWrites = writes.filter((r) => r.apiGroups?.includes('bpa.akraino.org'));
+  expect(bpaWrites).toEqual([
+    {
+      apiGroups: ['bpa.akraino.org'],
+      resources: ['softwares/status'],
+      verbs: ['get', 'update', 'patch'],
+      resourceNames: ['sw'],
+    },
+  ]);
+  expect(rules.filter((r) => r.resources?.includes('secrets'))).toEqual([
+    { apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: ['ssh-key-secret'] },
+  ]);
+  expect(installerRoleBinding(software).subjects).toEqual([
+    { kind: 'ServiceAccount', name: installerServiceAccountName('sw'), namespace: 'edge' },
+  ]);
+});
+
+test('the Job: owned by the Software, its ServiceAccount, arguments naming the generation, env sorted', () => {
+  const job = installJob({
+    software,
+    run: '',
+    image: 'registry.example/software-install:1',
+    command: ['node', 'dist/bundle/software-install-job.mjs'],
+    env: { SSH_USER: 'root', APT_LOCK_TIMEOUT_SECONDS: '300' },
+    activeDeadlineSeconds: 3600,
+  });
+  expect(job.metadata?.ownerReferences).toEqual([
+    { apiVersion: 'bpa.akraino.org/v1alpha1', kind: 'Software', name: 'sw', uid: 'u-1', controller: true },
+  ]);
+  const pod = job.spec?.template.spec;
+  expect(pod?.serviceAccountName).toBe('sw-installer');
+  expect(pod?.restartPolicy).toBe('Never');
+  expect(pod?.containers[0]?.args).toEqual(['--namespace', 'edge', '--name', 'sw', '--generation', '4']);
+  expect(pod?.containers[0]?.env?.map((e) => e.name)).toEqual(['APT_LOCK_TIMEOUT_SECONDS', 'SSH_USER']);
+  expect(job.metadata?.labels?.['bpa.akraino.org/software-generation']).toBe('4');
+});
+
+test('nodes that joined since the last install are the ones it did not cover', () => {
+  const current = [
+    { label: 'm1', ip: '10.0.0.1', roles: ['master' as const] },
+    { label: 'w1', ip: '10.0.0.2', roles: ['worker' as const] },
+    { label: 'w2', ip: '10.0.0.3', roles: ['worker' as const] },
+  ];
+  expect(
+    nodesNotInstalled(
+      [
+        { node: 'm1', ip: '10.0.0.1' },
+        { node: 'w1', ip: '10.0.0.2' },
+      ],
+      current,
+    ),
+  ).toEqual([current[2]]);
+  // A node re-addressed by the re-provision counts as new.
+  expect(nodesNotInstalled([{ node: 'm1', ip: '10.0.0.9' }], current).map((n) => n.label)).toEqual([
+    'm1',
+    'w1',
+    'w2',
+  ]);
+});
