@@ -1,0 +1,131 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { checksumLine } from '../../shared/core/image-names.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { readImage } from '../../shared/k8s/image.js';
+import { dns1123LabelPattern } from '../../shared/schemas/kube.js';
+import type { Logger } from '../../shared/log.js';
+import { isS3NotFound } from '../../shared/storage/s3.js';
+
+/** `/images/<namespace>/<Image name>` and `/images/<namespace>/<Image name>.sha256sum` */
+export const downloadRoute = /^\/images\/([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253}?)(\.sha256sum)?$/;
+export const downloadPath = (namespace: string, name: string) => `/images/${namespace}/${name}`;
+
+/**
+ * Downloads of Ready images as Ironic (and curl, and any HTTP client) expects them: HEAD with
+ * Content-Length, Last-Modified, ETag and Accept-Ranges; GET 200; a single Range 206 (416 when
+ * unsatisfiable); If-None-Match 304 and If-Range. The bytes stream from the store (its own
+ * Range support), never through memory. No token: Ironic's agent has none; only Ready images
+ * (verified) are served, and only under their Image's name.
+ */
+export function downloads(clients: KubeClients, s3: S3Client, bucket: string, log: Logger) {
+  return async function handleDownload(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+  ): Promise<boolean> {
+    const match = downloadRoute.exec(path);
+    if (!match) return false;
+    const [, namespace = '', name = '', checksumSuffix] = match;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return true;
+    }
+    if (!dns1123LabelPattern.test(namespace)) {
+      res.writeHead(404).end();
+      return true;
+    }
+    const image = await readImage(clients, namespace, name);
+    const key = image?.status?.storage?.key;
+    if (!image || image.status?.phase !== 'Ready' || !key || !image.status.sha256) {
+      res
+        .writeHead(404, { 'content-type': 'text/plain' })
+        .end(`ImageNotReady: no Ready image ${namespace}/${name}\n`);
+      return true;
+    }
+    if (checksumSuffix) {
+      const body = checksumLine(image.status.sha256, image.spec.imageName);
+      res.writeHead(200, {
+        'content-type': 'text/plain; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+      });
+      res.end(req.method === 'HEAD' ? undefined : body);
+      return true;
+    }
+    let head;
+    try {
+      head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    } catch (error) {
+      if (!isS3NotFound(error)) throw error;
+      log.error('a Ready image has no object', { namespace, name, key });
+      res.writeHead(404, { 'content-type': 'text/plain' }).end(`ImageObjectMissing: ${namespace}/${name}\n`);
+      return true;
+    }
+    const size = head.ContentLength ?? 0;
+    const etag = head.ETag ?? `"${image.status.sha256}"`;
+    const common: Record<string, string> = {
+      'accept-ranges': 'bytes',
+      etag,
+      'content-type': 'application/octet-stream',
+      ...(head.LastModified ? { 'last-modified': head.LastModified.toUTCString() } : {}),
+      'x-checksum-sha256': image.status.sha256,
+    };
+    if (req.headers['if-none-match'] === etag) {
+      res.writeHead(304, common).end();
+      return true;
+    }
+    const range = rangeOf(req, etag, head.LastModified, size);
+    if (range === 'unsatisfiable') {
+      res.writeHead(416, { ...common, 'content-range': `bytes */${size}` }).end();
+      return true;
+    }
+    const length = range ? range.end - range.start + 1 : size;
+    const headers = {
+      ...common,
+      'content-length': String(length),
+      ...(range ? { 'content-range': `bytes ${range.start}-${range.end}/${size}` } : {}),
+    };
+    if (req.method === 'HEAD') {
+      res.writeHead(range ? 206 : 200, headers).end();
+      return true;
+    }
+    const object = await s3.send(
+      new GetObjectCommand({
+        Bucket: bucket,
+        Key: key,
+        IfMatch: etag,
+        ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+      }),
+    );
+    res.writeHead(range ? 206 : 200, headers);
+    await pipeline(object.Body as Readable, res);
+    return true;
+  };
+}
+
+/** One byte range of a Range header (RFC 9110), honouring If-Range; undefined = the whole body. */
+function rangeOf(
+  req: IncomingMessage,
+  etag: string,
+  lastModified: Date | undefined,
+  size: number,
+): { start: number; end: number } | 'unsatisfiable' | undefined {
+  const header = req.headers.range;
+  if (!header) return undefined;
+  const ifRange = req.headers['if-range'];
+  if (ifRange && ifRange !== etag && (!lastModified || ifRange !== lastModified.toUTCString()))
+    return undefined;
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match || (match[1] === '' && match[2] === '')) return undefined; // several ranges or junk: the whole body
+  if (match[1] === '') {
+    const suffix = Number(match[2]);
+    if (suffix === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(match[1]);
+  const end = match[2] === '' ? size - 1 : Math.min(Number(match[2]), size - 1);
+  if (start >= size || start > end) return 'unsatisfiable';
+  return { start, end };
+}

@@ -1,0 +1,179 @@
+import {
+  createServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parseEnv, type Env } from '../../shared/config.js';
+import { describeError } from '../../shared/errors.js';
+import { kubeClients } from '../../shared/k8s/clients.js';
+import { createLogger, type Logger } from '../../shared/log.js';
+import { s3Client, s3ClientConfig } from '../../shared/storage/s3.js';
+import { AccessDenied, bearerToken, ImageAccess } from './access.js';
+import { imageUploadConfigSchema, type ImageUploadConfig } from './config.js';
+import { downloads } from './downloads.js';
+import { legacyRoutes } from './legacy-routes.js';
+import { ImageStore } from './store.js';
+import { createTusServer, decodeUploadId, addressOfKey, tusPath } from './tus.js';
+import { functionName, HttpFailure, ImageUploads } from './uploads.js';
+
+export { functionName };
+
+export interface ImageServiceOptions {
+  kubeConfig: KubeConfig;
+  /** Raw environment (parsed with imageUploadConfigSchema), or a parsed config. */
+  env?: Env;
+  config?: ImageUploadConfig;
+  log?: Logger;
+}
+
+export interface RunningImageService {
+  /** http://host:port of the listening server. */
+  url: string;
+  port: number;
+  config: ImageUploadConfig;
+  /** Stops accepting, cuts open connections (an upload in flight breaks, as a crash would), resolves when closed. */
+  close(): Promise<void>;
+}
+
+/**
+ * image-upload: the image service, the BPA REST agent's successor (docs/images.md). tus 1.0 at
+ * /files, the original's routes at /v1/baremetalcluster/..., downloads of Ready images at
+ * /images/<namespace>/<name>; each only when its role is enabled (IMAGE_SERVICE_ROLES).
+ */
+export async function startImageService(options: ImageServiceOptions): Promise<RunningImageService> {
+  const config =
+    options.config ?? parseEnv(imageUploadConfigSchema, options.env ?? process.env, functionName);
+  const log = (options.log ?? createLogger()).child({ function: functionName });
+  const clients = kubeClients(options.kubeConfig);
+  const s3 = s3Client(config);
+  const store = new ImageStore(
+    {
+      s3ClientConfig: s3ClientConfig(config),
+      partSize: config.IMAGE_PART_BYTES,
+      expirationPeriodInMilliseconds: config.UPLOAD_EXPIRATION_SECONDS * 1000,
+      // Expiry is by listing unfinished multipart uploads; tags would need the store's tagging API.
+      useTags: false,
+    },
+    s3,
+  );
+  const access = new ImageAccess(options.kubeConfig, config.AUTH_CACHE_SECONDS);
+  const uploads = new ImageUploads(clients, store, config.S3_BUCKET, config.K_SINK ?? config.BROKER_URL, log);
+  const roles = new Set(config.IMAGE_SERVICE_ROLES);
+  const tus = createTusServer({ store, uploads, access, maxBytes: config.IMAGE_MAX_BYTES, log });
+  const handleTus = (req: IncomingMessage, res: ServerResponse) => tus.handle(req, res);
+  const legacy = legacyRoutes({
+    store,
+    uploads,
+    access,
+    maxBytes: config.IMAGE_MAX_BYTES,
+    formMaxBytes: config.IMAGE_FORM_MAX_BYTES,
+    tus: handleTus,
+  });
+  const download = downloads(clients, s3, config.S3_BUCKET, log);
+  let closing = false;
+
+  const fail = (
+    res: ServerResponse,
+    status: number,
+    reason: string,
+    message: string,
+    headers: Record<string, string> = {},
+  ) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res
+      .writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...headers })
+      .end(`${reason}: ${message}\n`);
+  };
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://image-service').pathname;
+    if (path === '/health/liveness') return void res.writeHead(200).end('ok\n');
+    if (path === '/health/readiness')
+      return void res.writeHead(closing ? 503 : 200).end(closing ? 'closing\n' : 'ok\n');
+    if (roles.has('download') && (await download(req, res, path))) return;
+    if (!roles.has('upload')) return fail(res, 404, 'NotFound', `${path} is not served here`);
+    if (path === tusPath || path.startsWith(`${tusPath}/`)) {
+      const tusHeaders = { 'tus-resumable': '1.0.0' };
+      if (req.method !== 'OPTIONS' && !bearerToken(req.headers))
+        return fail(res, 401, 'Unauthenticated', 'A Kubernetes bearer token is required', {
+          ...tusHeaders,
+          'www-authenticate': 'Bearer',
+        });
+      if (req.method === 'DELETE') {
+        // Termination removes every object of the upload and its Image (the store's stock remove leaves them).
+        const key = decodeUploadId(path.slice(tusPath.length + 1));
+        const address = key ? addressOfKey(key) : undefined;
+        if (!address) return fail(res, 404, 'UploadNotFound', 'No such upload', tusHeaders);
+        await access.authorize(req.headers, address.namespace, 'delete');
+        if (!(await uploads.terminate(address)))
+          return fail(res, 404, 'UploadNotFound', 'No such upload', tusHeaders);
+        return void res.writeHead(204, tusHeaders).end();
+      }
+      return handleTus(req, res);
+    }
+    if (await legacy(req, res, path)) return;
+    fail(res, 404, 'NotFound', `${path} is not a route of the image service`);
+  }
+
+  const server: HttpServer = createServer((req, res) => {
+    route(req, res).catch((error: unknown) => {
+      if (error instanceof AccessDenied)
+        return fail(
+          res,
+          error.status,
+          error.reason,
+          error.message,
+          error.status === 401 ? { 'www-authenticate': 'Bearer' } : {},
+        );
+      if (error instanceof HttpFailure) return fail(res, error.status, error.reason, error.message);
+      const { reason, message } = describeError(error);
+      log.error('request failed', { method: req.method, url: req.url, reason, message });
+      fail(res, reason === 'KubernetesApiUnavailable' ? 503 : 500, reason, message);
+    });
+  });
+  // Uploads of large images are long requests: no request timeout beyond the platform's.
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.PORT, config.HOST, () => resolve());
+  });
+  const expiry =
+    config.UPLOAD_EXPIRATION_SECONDS > 0 && roles.has('upload')
+      ? setInterval(
+          () => {
+            store.deleteExpired().then(
+              (count) => count > 0 && log.info('expired uploads removed', { count }),
+              (error: unknown) => log.warn('removing expired uploads failed', describeError(error)),
+            );
+          },
+          Math.min(config.UPLOAD_EXPIRATION_SECONDS * 1000, 3600_000),
+        ).unref()
+      : undefined;
+  const port = (server.address() as AddressInfo).port;
+  const host = config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST;
+  log.info('image service listening', {
+    port,
+    roles: [...roles],
+    bucket: config.S3_BUCKET,
+    maxBytes: config.IMAGE_MAX_BYTES,
+  });
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    config,
+    close: async () => {
+      closing = true;
+      if (expiry) clearInterval(expiry);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+      s3.destroy();
+    },
+  };
+}

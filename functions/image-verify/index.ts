@@ -1,0 +1,182 @@
+import { chainEvent } from '../../shared/cloudevents/chain-event.js';
+import { imageObjectKey } from '../../shared/core/image-names.js';
+import {
+  EventTypes,
+  imageSubject,
+  imageUploadedDataSchema,
+  type ImageUploadedData,
+} from '../../shared/events/types.js';
+import { kubeClients } from '../../shared/k8s/clients.js';
+import { setCondition } from '../../shared/k8s/conditions.js';
+import { recordEvent } from '../../shared/k8s/events.js';
+import {
+  ImageCondition,
+  imageIdentity,
+  imageRef,
+  readImage,
+  updateImageStatus,
+} from '../../shared/k8s/image.js';
+import { funcHandle } from '../../shared/server/func-adapter.js';
+import {
+  on,
+  type FunctionContext,
+  type FunctionDefinition,
+  type HandlerResult,
+} from '../../shared/server/types.js';
+import { s3Client } from '../../shared/storage/s3.js';
+import { imageVerifyConfigSchema, type ImageVerifyConfig } from './config.js';
+import { digestObject, writeChecksumFile, type Digests } from './verify-image.js';
+
+export const functionName = 'image-verify';
+
+// One S3 client per config object: it holds the connection pool.
+const clientsByConfig = new WeakMap<ImageVerifyConfig, ReturnType<typeof s3Client>>();
+const s3For = (config: ImageVerifyConfig) => {
+  let client = clientsByConfig.get(config);
+  if (!client) clientsByConfig.set(config, (client = s3Client(config)));
+  return client;
+};
+
+/** Why stored bytes are not the image the uploader declared, or undefined when they are. */
+function mismatch(
+  digests: Digests,
+  length: number,
+  expected: { sha256?: string | undefined; sha512?: string | undefined } | undefined,
+) {
+  if (digests.length !== length)
+    return {
+      reason: 'LengthMismatch',
+      message: `The store holds ${digests.length} bytes; the Image declares ${length}`,
+    };
+  if (expected?.sha256 && expected.sha256 !== digests.sha256)
+    return {
+      reason: 'ChecksumMismatch',
+      message: `sha256 is ${digests.sha256}; expected ${expected.sha256}`,
+    };
+  if (expected?.sha512 && expected.sha512 !== digests.sha512)
+    return {
+      reason: 'ChecksumMismatch',
+      message: `sha512 is ${digests.sha512}; expected ${expected.sha512}`,
+    };
+  return undefined;
+}
+
+/**
+ * image-verify: image.uploaded → read the stored bytes back (sha256, sha512), compare with the
+ * declared length and expected checksums, write `<key>.sha256sum`, mark the Image Ready (with its
+ * download URL) or Failed, reply image.verified or image.failed. The event is only a pointer: the
+ * Image, its key and its expectations are read from the API server. A repeat for an Image already
+ * Ready or Failed for this generation ends here (204).
+ */
+async function verifyUploadedImage(
+  context: FunctionContext<ImageVerifyConfig>,
+  data: ImageUploadedData,
+): Promise<HandlerResult> {
+  const ref = data.image;
+  const clients = kubeClients(context.kubeConfig);
+  const log = context.log.child({ namespace: ref.namespace, name: ref.name });
+  const image = await readImage(clients, ref.namespace, ref.name);
+  if (!image || image.metadata.uid !== ref.uid) {
+    log.info('the Image is gone or was replaced; ignored');
+    return undefined;
+  }
+  const { spec, status } = image;
+  if (
+    (status?.phase === 'Ready' || status?.phase === 'Failed') &&
+    status.observedGeneration === image.metadata.generation
+  ) {
+    log.debug('already verified');
+    return undefined;
+  }
+  if (status?.phase !== 'Uploaded') {
+    log.info('the upload has not finished; ignored', { phase: status?.phase });
+    return undefined;
+  }
+  const key = imageObjectKey(spec.type, spec.owner, spec.clusterName, spec.imageName);
+  const bucket = status.storage?.bucket ?? context.config.S3_BUCKET;
+  if (bucket !== context.config.S3_BUCKET || (status.storage && status.storage.key !== key)) {
+    log.warn('status.storage names another place than this store and spec; ignored', {
+      storage: status.storage,
+    });
+    return undefined;
+  }
+  const s3 = s3For(context.config);
+  const started = Date.now();
+  const digests = await digestObject(s3, bucket, key);
+  const seconds = (Date.now() - started) / 1000;
+  const failure = mismatch(digests, spec.length, spec.expectedChecksum);
+  const url = `${context.config.IMAGE_DOWNLOAD_BASE_URL.replace(/\/$/, '')}/images/${ref.namespace}/${ref.name}`;
+  if (!failure) await writeChecksumFile(s3, bucket, key, digests.sha256, spec.imageName);
+  const stored = await updateImageStatus(clients, ref.namespace, ref.name, (fresh) => {
+    if (fresh.metadata.uid !== ref.uid) return undefined;
+    const condition = failure
+      ? { type: ImageCondition.ready, status: 'False' as const, ...failure }
+      : {
+          type: ImageCondition.ready,
+          status: 'True' as const,
+          reason: 'Verified',
+          message: `sha256 ${digests.sha256}`,
+        };
+    return {
+      ...fresh.status,
+      phase: failure ? 'Failed' : 'Ready',
+      sha256: digests.sha256,
+      sha512: digests.sha512,
+      ...(failure ? {} : { url, checksumUrl: `${url}.sha256sum` }),
+      conditions: setCondition(fresh.status?.conditions, {
+        ...condition,
+        observedGeneration: fresh.metadata.generation,
+      }),
+    };
+  });
+  if (!stored) return undefined;
+  log.info(failure ? 'image failed verification' : 'image verified', {
+    bytes: digests.length,
+    seconds,
+    sha256: digests.sha256,
+    ...(failure ?? {}),
+  });
+  await recordEvent(
+    clients,
+    {
+      object: imageIdentity(stored),
+      type: failure ? 'Warning' : 'Normal',
+      reason: failure?.reason ?? 'Verified',
+      message: failure?.message ?? `sha256 ${digests.sha256}; served at ${url}`,
+      component: functionName,
+    },
+    log,
+  );
+  const subject = imageSubject(ref.namespace, ref.name);
+  const cluster = { cluster: spec.clusterName };
+  return failure
+    ? chainEvent(
+        EventTypes.imageFailed,
+        functionName,
+        subject,
+        { image: imageRef(stored), cluster: spec.clusterName, ...failure },
+        cluster,
+      )
+    : chainEvent(
+        EventTypes.imageVerified,
+        functionName,
+        subject,
+        {
+          image: imageRef(stored),
+          cluster: spec.clusterName,
+          sha256: digests.sha256,
+          sha512: digests.sha512,
+          url,
+        },
+        cluster,
+      );
+}
+
+export const definition: FunctionDefinition<ImageVerifyConfig> = {
+  name: functionName,
+  events: { [EventTypes.imageUploaded]: on(imageUploadedDataSchema, verifyUploadedImage) },
+  configSchema: imageVerifyConfigSchema,
+};
+
+/** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */
+export const handle = funcHandle(definition);
