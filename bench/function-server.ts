@@ -9,7 +9,7 @@ import { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { silentLogger } from '../shared/log.js';
 import { startFunctionServer, type RunningFunctionServer } from '../shared/server/function-server.js';
-import type { FunctionDefinition } from '../shared/server/types.js';
+import { on, type FunctionDefinition } from '../shared/server/types.js';
 import { Tracing } from '../shared/telemetry/tracing.js';
 import type { BenchModule } from './run.js';
 
@@ -25,15 +25,19 @@ import type { BenchModule } from './run.js';
 const echoType = 'bench.echo';
 const trivialFunction: FunctionDefinition<Record<string, never>> = {
   name: 'bench-echo',
-  accepts: { [echoType]: z.object({ n: z.number() }) },
+  events: {
+    [echoType]: on(
+      z.object({ n: z.number() }),
+      async (_context, data) =>
+        new CloudEvent({
+          type: 'bench.echoed',
+          source: '/bpa-functions/bench-echo',
+          datacontenttype: 'application/json',
+          data,
+        }),
+    ),
+  },
   configSchema: z.object({}).transform(() => ({})),
-  handle: async (_context, event) =>
-    new CloudEvent({
-      type: 'bench.echoed',
-      source: '/bpa-functions/bench-echo',
-      datacontenttype: 'application/json',
-      data: event.data,
-    }),
 };
 const noKube = {} as KubeConfig;
 
@@ -157,7 +161,7 @@ async function childStartup(): Promise<{ readyMs: number; rssMiB: number } | und
     const { startFunctionServer } = await import(${JSON.stringify(serverModule)});
     const { z } = await import('zod');
     const server = await startFunctionServer({
-      definition: { name: 'bench-echo', accepts: { x: z.unknown() }, configSchema: z.object({}), handle: async () => undefined },
+      definition: { name: 'bench-echo', events: { x: { data: z.unknown(), handle: async () => undefined } }, configSchema: z.object({}) },
       host: '127.0.0.1', port: 0, kubeConfig: {}, log: { info() {}, warn() {}, error() {}, debug() {}, child() { return this; } },
     });
     const ready = await fetch(server.url + '/health/readiness');

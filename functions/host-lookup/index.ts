@@ -1,6 +1,10 @@
-import type { CloudEvent } from 'cloudevents';
 import { invalid } from '../../shared/errors.js';
-import { SourceEventTypes, kubeObjectSchema, pingDataSchema } from '../../shared/events/types.js';
+import {
+  SourceEventTypes,
+  kubeObjectSchema,
+  pingDataSchema,
+  type KubeObjectData,
+} from '../../shared/events/types.js';
 import { provisioningApiVersion, provisioningKind } from '../../shared/schemas/provisioning.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
@@ -11,11 +15,16 @@ import {
 } from '../../shared/k8s/provisioning.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
-import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
+import {
+  on,
+  type FunctionContext,
+  type FunctionDefinition,
+  type HandlerResult,
+} from '../../shared/server/types.js';
 import { ClusterFacts } from './cluster-facts.js';
 import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
 import { hostLookupMetrics } from './metrics.js';
-import { functionName, resolveProvisioning } from './resolve-provisioning.js';
+import { resolveProvisioning } from './resolve-provisioning.js';
 import { sweep } from './sweep.js';
 
 /**
@@ -23,15 +32,10 @@ import { sweep } from './sweep.js';
  * `hosts.resolved` (or record the failure and reply `provisioning.failed`). The ping runs the
  * sweep. Everything is read live: the event only says which object to look at.
  */
-async function handleEvent(
+async function onProvisioningChange(
   context: FunctionContext<HostLookupConfig>,
-  event: CloudEvent<unknown>,
+  object: KubeObjectData,
 ): Promise<HandlerResult> {
-  if (event.type === SourceEventTypes.ping) {
-    await sweep(context);
-    return undefined;
-  }
-  const object = kubeObjectSchema.parse(event.data);
   if (object.kind !== provisioningKind || object.apiVersion !== provisioningApiVersion) {
     context.log.debug('not a Provisioning; ignored', { kind: object.kind, apiVersion: object.apiVersion });
     return undefined;
@@ -65,15 +69,19 @@ async function handleEvent(
   return outcome.kind === 'skipped' ? undefined : outcome.event;
 }
 
+async function onPing(context: FunctionContext<HostLookupConfig>): Promise<HandlerResult> {
+  await sweep(context);
+  return undefined;
+}
+
 export const definition: FunctionDefinition<HostLookupConfig> = {
-  name: functionName,
-  accepts: {
-    [SourceEventTypes.resourceAdd]: kubeObjectSchema,
-    [SourceEventTypes.resourceUpdate]: kubeObjectSchema,
-    [SourceEventTypes.ping]: pingDataSchema,
+  name: 'host-lookup',
+  events: {
+    [SourceEventTypes.resourceAdd]: on(kubeObjectSchema, onProvisioningChange),
+    [SourceEventTypes.resourceUpdate]: on(kubeObjectSchema, onProvisioningChange),
+    [SourceEventTypes.ping]: on(pingDataSchema, onPing),
   },
   configSchema: hostLookupConfigSchema,
-  handle: handleEvent,
   metrics: hostLookupMetrics,
 };
 

@@ -19,8 +19,6 @@ import type { ClusterFacts } from './cluster-facts.js';
 import type { HostLookupConfig } from './config.js';
 import { nodesResolved } from './metrics.js';
 
-export const functionName = 'host-lookup';
-
 export type ResolveOutcome =
   /** Nodes resolved and recorded by this call: reply/send this hosts.resolved event. */
   | { kind: 'resolved'; event: CloudEvent<unknown> }
@@ -47,7 +45,7 @@ export async function resolveProvisioning(
     const message = `Provisioning ${live.metadata.namespace}/${live.metadata.name} is invalid: ${describeIssues(parsed.error)}`;
     const event = await failProvisioning(
       clients,
-      functionName,
+      context.functionName,
       live,
       { step, reason: Reason.InvalidProvisioning, message },
       context.log,
@@ -78,7 +76,7 @@ export async function resolveProvisioning(
       throw error;
     const event = await failProvisioning(
       clients,
-      functionName,
+      context.functionName,
       live,
       { step, reason: error.reason, message: error.message },
       context.log,
@@ -90,7 +88,7 @@ export async function resolveProvisioning(
   const cluster = provisioning.metadata.labels.cluster;
   const event = await completeProvisioningStep(
     clients,
-    functionName,
+    context.functionName,
     live,
     {
       step,

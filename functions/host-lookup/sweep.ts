@@ -18,7 +18,7 @@ import type { FunctionContext } from '../../shared/server/types.js';
 import { ClusterFacts } from './cluster-facts.js';
 import type { HostLookupConfig } from './config.js';
 import { nextStep } from './next-step.js';
-import { functionName, resolveProvisioning } from './resolve-provisioning.js';
+import { resolveProvisioning } from './resolve-provisioning.js';
 
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
 
@@ -48,11 +48,11 @@ async function redrive(
     step,
   });
   if (step === 'launch') {
-    const event = await inventoryRenderedAgain(clients, item);
+    const event = await inventoryRenderedAgain(context.functionName, clients, item);
     if (event) return event;
   }
   if (step !== 'resolve') {
-    const event = hostsResolvedAgain(item);
+    const event = hostsResolvedAgain(context.functionName, item);
     if (event) return event;
   }
   const outcome = await resolveProvisioning(context, clients, facts, item);
@@ -60,7 +60,7 @@ async function redrive(
 }
 
 /** hosts.resolved from the recorded status.nodes (undefined when they are not usable). */
-function hostsResolvedAgain(item: StoredObject): CloudEvent<unknown> | undefined {
+function hostsResolvedAgain(functionName: string, item: StoredObject): CloudEvent<unknown> | undefined {
   const nodes = statusNodesSchema.safeParse(item.status?.nodes);
   const provisioning = provisioningSchema.safeParse(item);
   if (!nodes.success || !provisioning.success) return undefined;
@@ -77,6 +77,7 @@ function hostsResolvedAgain(item: StoredObject): CloudEvent<unknown> | undefined
 
 /** inventory.rendered from the stored inventory ConfigMap (undefined when it is missing). */
 async function inventoryRenderedAgain(
+  functionName: string,
   clients: KubeClients,
   item: StoredObject,
 ): Promise<CloudEvent<unknown> | undefined> {

@@ -1,6 +1,8 @@
-import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
+import { clusterTypeOf } from '../../shared/core/cluster-type.js';
 import { inventoryConfigMapName } from '../../shared/core/names.js';
+import { markManaged } from '../../shared/core/ownership.js';
+import { ownerOf } from '../../shared/core/render.js';
 import { BpaError } from '../../shared/errors.js';
 import { EventTypes, hostsResolvedDataSchema, type HostsResolvedData } from '../../shared/events/types.js';
 import { Reason } from '../../shared/reasons.js';
@@ -19,12 +21,16 @@ import {
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
-import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
+import {
+  on,
+  type FunctionContext,
+  type FunctionDefinition,
+  type HandlerResult,
+} from '../../shared/server/types.js';
 import { inventoryRenderConfigSchema, type InventoryRenderConfig } from './config.js';
 import { inventoriesRendered, inventoryRenderMetrics } from './metrics.js';
 import { renderInventory } from './render-inventory.js';
 
-export const functionName = 'inventory-render';
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
 
 /**
@@ -32,11 +38,10 @@ const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
  * InventoryRendered True, reply inventory.rendered. A duplicate or an event about another
  * generation of the Provisioning ends here with no reply (204).
  */
-async function handleEvent(
+async function onHostsResolved(
   context: FunctionContext<InventoryRenderConfig>,
-  event: CloudEvent<unknown>,
+  data: HostsResolvedData,
 ): Promise<HandlerResult> {
-  const data: HostsResolvedData = hostsResolvedDataSchema.parse(event.data);
   const ref = data.provisioning;
   const clients = kubeClients(context.kubeConfig);
   return withRetryingCondition(
@@ -74,32 +79,39 @@ async function render(
     context.log.info('Provisioning is not valid any more; host-lookup reports it');
     return undefined;
   }
-  // The recorded nodes are authoritative once HostsResolved is True for this generation.
   const recorded = statusNodesSchema.safeParse(live.status?.nodes);
-  const nodes =
-    isTrueFor(conditions, ProvisioningCondition.hostsResolved, ref.generation) && recorded.success
-      ? recorded.data
-      : data.nodes;
+  if (!isTrueFor(conditions, ProvisioningCondition.hostsResolved, ref.generation) || !recorded.success) {
+    context.log.info('hosts are not resolved for this generation; the event is not taken as a fact');
+    return undefined;
+  }
+  const cluster = provisioning.data.metadata.labels.cluster;
+  const clusterType = clusterTypeOf(provisioning.data);
+  if (data.cluster !== cluster || data.clusterType !== clusterType)
+    context.log.info('event disagrees with the Provisioning; the Provisioning is used', {
+      eventCluster: data.cluster,
+      cluster,
+    });
 
+  const configMap = inventoryConfigMapName(cluster);
   let rendered;
   try {
-    rendered = renderInventory(provisioning.data, data.clusterType, nodes);
+    rendered = renderInventory(provisioning.data, clusterType, recorded.data);
+    await upsertConfigMap(clients, markManaged(rendered.configMap), ownerOf(provisioning.data));
   } catch (error) {
+    // Spec errors, and a <cluster>-inventory the functions did not create (ObjectConflict).
     if (!(error instanceof BpaError) || (error.kind !== 'invalid' && error.kind !== 'resolution'))
       throw error;
     return failProvisioning(
       clients,
-      functionName,
+      context.functionName,
       live,
       { step, reason: error.reason, message: error.message },
       context.log,
     );
   }
-  const configMap = inventoryConfigMapName(data.cluster);
-  const upsert = await upsertConfigMap(clients, rendered.configMap);
   const event = await completeProvisioningStep(
     clients,
-    functionName,
+    context.functionName,
     live,
     {
       step,
@@ -112,11 +124,11 @@ async function render(
       },
       announce: {
         type: EventTypes.inventoryRendered,
-        cluster: data.cluster,
+        cluster,
         data: {
           provisioning: ref,
-          cluster: data.cluster,
-          clusterType: data.clusterType,
+          cluster,
+          clusterType,
           configMap,
           inventorySha256: rendered.inventorySha256,
         },
@@ -124,16 +136,15 @@ async function render(
     },
     context.log,
   );
-  context.log.info('inventory rendered', { configMap, upsert, recorded: event !== undefined });
+  context.log.info('inventory rendered', { configMap, recorded: event !== undefined });
   if (event) context.metrics?.counter(inventoriesRendered).inc();
   return event;
 }
 
 export const definition: FunctionDefinition<InventoryRenderConfig> = {
-  name: functionName,
-  accepts: { [EventTypes.hostsResolved]: hostsResolvedDataSchema },
+  name: 'inventory-render',
+  events: { [EventTypes.hostsResolved]: on(hostsResolvedDataSchema, onHostsResolved) },
   configSchema: inventoryRenderConfigSchema,
-  handle: handleEvent,
   metrics: inventoryRenderMetrics,
 };
 

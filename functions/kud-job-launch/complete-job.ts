@@ -24,7 +24,6 @@ import type { KudJobLaunchConfig } from './config.js';
 import { jobState, runDurationSeconds } from './job-state.js';
 import { jobsFinished, kudRunDuration, timeToReady } from './metrics.js';
 
-export const functionName = 'kud-job-launch';
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
 
 /** The contract's wording for a failed KUD run (section 6). */
@@ -70,7 +69,7 @@ export async function completeJob(
   if (state === 'failed') {
     const event = await failProvisioning(
       clients,
-      functionName,
+      context.functionName,
       live,
       { step, reason: Reason.JobFailed, message: jobFailedMessage(cluster) },
       context.log,
@@ -93,7 +92,7 @@ export async function completeJob(
   const configMapName = clusterConfigMapName(cluster);
   const event = await completeProvisioningStep(
     clients,
-    functionName,
+    context.functionName,
     live,
     {
       step,

@@ -1,15 +1,20 @@
-import type { CloudEvent } from 'cloudevents';
 import {
   EventTypes,
   SourceEventTypes,
   inventoryRenderedDataSchema,
   kubeObjectSchema,
   pingDataSchema,
+  type InventoryRenderedData,
+  type KubeObjectData,
 } from '../../shared/events/types.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
-import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
-import { functionName } from './complete-job.js';
+import {
+  on,
+  type FunctionContext,
+  type FunctionDefinition,
+  type HandlerResult,
+} from '../../shared/server/types.js';
 import { kudJobLaunchConfigSchema, type KudJobLaunchConfig } from './config.js';
 import { onJobUpdate } from './job-update.js';
 import { launchJob } from './launch-job.js';
@@ -22,41 +27,38 @@ import { sweep } from './sweep.js';
  * kud-job-launch: inventory.rendered → the KUD installer Job; Job updates → cluster.ready or
  * provisioning.failed; the ping finishes Jobs whose completion event was missed.
  */
-async function handleEvent(
+async function onInventoryRendered(
   context: FunctionContext<KudJobLaunchConfig>,
-  event: CloudEvent<unknown>,
+  data: InventoryRenderedData,
 ): Promise<HandlerResult> {
   const clients = kubeClients(context.kubeConfig);
-  switch (event.type) {
-    case EventTypes.inventoryRendered: {
-      const data = inventoryRenderedDataSchema.parse(event.data);
-      const ref = data.provisioning;
-      return withRetryingCondition(
-        clients,
-        provisioningTarget(ref.namespace, ref.name),
-        ref,
-        ProvisioningCondition.jobLaunched,
-        context.log,
-        () => launchJob(context, clients, data),
-      );
-    }
-    case SourceEventTypes.resourceUpdate:
-      return onJobUpdate(context, clients, kubeObjectSchema.parse(event.data));
-    default:
-      await sweep(context);
-      return undefined;
-  }
+  const ref = data.provisioning;
+  return withRetryingCondition(
+    clients,
+    provisioningTarget(ref.namespace, ref.name),
+    ref,
+    ProvisioningCondition.jobLaunched,
+    context.log,
+    () => launchJob(context, clients, data),
+  );
+}
+
+const onJobChange = (context: FunctionContext<KudJobLaunchConfig>, object: KubeObjectData) =>
+  onJobUpdate(context, kubeClients(context.kubeConfig), object);
+
+async function onPing(context: FunctionContext<KudJobLaunchConfig>): Promise<HandlerResult> {
+  await sweep(context);
+  return undefined;
 }
 
 export const definition: FunctionDefinition<KudJobLaunchConfig> = {
-  name: functionName,
-  accepts: {
-    [EventTypes.inventoryRendered]: inventoryRenderedDataSchema,
-    [SourceEventTypes.resourceUpdate]: kubeObjectSchema,
-    [SourceEventTypes.ping]: pingDataSchema,
+  name: 'kud-job-launch',
+  events: {
+    [EventTypes.inventoryRendered]: on(inventoryRenderedDataSchema, onInventoryRendered),
+    [SourceEventTypes.resourceUpdate]: on(kubeObjectSchema, onJobChange),
+    [SourceEventTypes.ping]: on(pingDataSchema, onPing),
   },
   configSchema: kudJobLaunchConfigSchema,
-  handle: handleEvent,
   metrics: kudJobLaunchMetrics,
 };
 

@@ -7,6 +7,7 @@ import {
   kubeObjectSchema,
   pingDataSchema,
   type ClusterReadyData,
+  type KubeObjectData,
 } from '../../shared/events/types.js';
 import { provisioningApiVersion } from '../../shared/schemas/provisioning.js';
 import { softwareKind } from '../../shared/schemas/software.js';
@@ -14,7 +15,12 @@ import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
 import { getCustomObject, listCustomObjects } from '../../shared/k8s/custom-objects.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
-import type { FunctionContext, FunctionDefinition, HandlerResult } from '../../shared/server/types.js';
+import {
+  on,
+  type FunctionContext,
+  type FunctionDefinition,
+  type HandlerResult,
+} from '../../shared/server/types.js';
 import { softwareInstallConfigSchema, type SoftwareInstallConfig } from './config.js';
 import { installSoftware } from './install-software.js';
 import { softwareInstallMetrics } from './metrics.js';
@@ -28,32 +34,27 @@ import { announce, needsInstall, sweep } from './sweep.js';
  * its packages over SSH on every node and reply software.installed / software.failed. A
  * Software whose cluster is not ready waits (status says so) until cluster.ready.
  */
-async function handleEvent(
+async function onSoftwareChange(
   context: FunctionContext<SoftwareInstallConfig>,
-  event: CloudEvent<unknown>,
+  object: KubeObjectData,
 ): Promise<HandlerResult> {
-  const clients = kubeClients(context.kubeConfig);
-  switch (event.type) {
-    case EventTypes.clusterReady:
-      return onClusterReady(context, clients, clusterReadyDataSchema.parse(event.data));
-    case SourceEventTypes.ping:
-      await sweep(context);
-      return undefined;
-    default: {
-      const object = kubeObjectSchema.parse(event.data);
-      if (object.kind !== softwareKind || object.apiVersion !== provisioningApiVersion) {
-        context.log.debug('not a Software; ignored', { kind: object.kind });
-        return undefined;
-      }
-      const namespace = object.metadata.namespace;
-      if (!namespace)
-        throw invalid('MissingNamespace', `Software ${object.metadata.name} has no namespace in the event`);
-      const live = await getCustomObject(clients, softwareTarget(namespace, object.metadata.name));
-      if (!live) return undefined;
-      const outcome = await installRecordingFaults(context, clients, live);
-      return 'event' in outcome ? outcome.event : undefined;
-    }
+  if (object.kind !== softwareKind || object.apiVersion !== provisioningApiVersion) {
+    context.log.debug('not a Software; ignored', { kind: object.kind });
+    return undefined;
   }
+  const namespace = object.metadata.namespace;
+  if (!namespace)
+    throw invalid('MissingNamespace', `Software ${object.metadata.name} has no namespace in the event`);
+  const clients = kubeClients(context.kubeConfig);
+  const live = await getCustomObject(clients, softwareTarget(namespace, object.metadata.name));
+  if (!live) return undefined;
+  const outcome = await installRecordingFaults(context, clients, live);
+  return 'event' in outcome ? outcome.event : undefined;
+}
+
+async function onPing(context: FunctionContext<SoftwareInstallConfig>): Promise<HandlerResult> {
+  await sweep(context);
+  return undefined;
 }
 
 /**
@@ -79,9 +80,9 @@ function installRecordingFaults(
 /** Every Software of the cluster in its namespace that still needs installing, one after another. */
 async function onClusterReady(
   context: FunctionContext<SoftwareInstallConfig>,
-  clients: KubeClients,
   data: ClusterReadyData,
 ): Promise<HandlerResult> {
+  const clients = kubeClients(context.kubeConfig);
   const waiting = (
     await listCustomObjects(clients, softwaresResource, {
       namespace: data.provisioning.namespace,
@@ -99,14 +100,13 @@ async function onClusterReady(
 
 export const definition: FunctionDefinition<SoftwareInstallConfig> = {
   name: functionName,
-  accepts: {
-    [SourceEventTypes.resourceAdd]: kubeObjectSchema,
-    [SourceEventTypes.resourceUpdate]: kubeObjectSchema,
-    [EventTypes.clusterReady]: clusterReadyDataSchema,
-    [SourceEventTypes.ping]: pingDataSchema,
+  events: {
+    [SourceEventTypes.resourceAdd]: on(kubeObjectSchema, onSoftwareChange),
+    [SourceEventTypes.resourceUpdate]: on(kubeObjectSchema, onSoftwareChange),
+    [EventTypes.clusterReady]: on(clusterReadyDataSchema, onClusterReady),
+    [SourceEventTypes.ping]: on(pingDataSchema, onPing),
   },
   configSchema: softwareInstallConfigSchema,
-  handle: handleEvent,
   metrics: softwareInstallMetrics,
 };
 

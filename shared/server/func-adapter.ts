@@ -1,9 +1,9 @@
 import { CloudEvent } from 'cloudevents';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseEnv, serverEnvSchema } from '../config.js';
-import { describeError, httpStatusFor } from '../errors.js';
+import { describeError, httpStatusFor, invalid } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
-import { invalidData } from './accepts.js';
+import { routeEvent } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
 import { postToSink } from './function-server.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from './types.js';
@@ -67,14 +67,19 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
     })());
 
   return async (context, rawEvent) => {
-    if (isOurContext<Config>(context)) return definition.handle(context, rawEvent as CloudEvent<unknown>);
+    if (isOurContext<Config>(context)) {
+      const routing = routeEvent(definition, rawEvent as CloudEvent<unknown>);
+      if ('problem' in routing) throw invalid(routing.problem.reason, routing.problem.message);
+      return routing.routed.run(context);
+    }
     const event = asOurEvent(rawEvent);
-    const problem = invalidData(definition, event);
-    if (problem) throw new FuncHttpError(400, problem.reason, problem.message);
+    const routing = routeEvent(definition, event);
+    if ('problem' in routing) throw new FuncHttpError(400, routing.problem.reason, routing.problem.message);
     const { kubeConfig, config, sinkUrl, log: processLog } = await processScope();
     const log = processLog.child({ ...eventLogFields(event) });
     const traceparent = typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined;
     const ours: FunctionContext<Config> = {
+      functionName: definition.name,
       log,
       kubeConfig,
       config,
@@ -84,7 +89,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
       ...(traceparent ? { traceparent } : {}),
     };
     try {
-      return await definition.handle(ours, event);
+      return await routing.routed.run(ours);
     } catch (error) {
       const status = httpStatusFor(error);
       const described = describeError(error);

@@ -9,7 +9,7 @@ import { encodeHttpEvent, parseHttpEvent } from '../cloudevents/message.js';
 import { postEventWithRetry } from '../cloudevents/sink-client.js';
 import { FunctionMetrics, RuntimeMetrics, type InvocationOutcome } from '../telemetry/metrics.js';
 import { Tracing, traceIdOf, type RequestSpan, type TraceHeaders } from '../telemetry/tracing.js';
-import { invalidData, unacceptedType } from './accepts.js';
+import { acceptedTypes, routeEvent, unacceptedType } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
 import { readBody } from './http-body.js';
 import type { FunctionContext, FunctionDefinition } from './types.js';
@@ -140,7 +140,7 @@ export async function startFunctionServer<Config>(
     options.tracing === false
       ? undefined
       : (options.tracing ?? (await Tracing.create({ serviceName: definition.name, env, log })));
-  const accepted = Object.keys(definition.accepts);
+  const accepted = acceptedTypes(definition);
 
   let draining = false;
   let inFlight = 0;
@@ -290,13 +290,14 @@ export async function startFunctionServer<Config>(
         ...(event.subject ? { 'cloudevents.event_subject': event.subject } : {}),
       };
       startSpan(spanName, parent, eventAttributes);
-      const invalid = invalidData(definition, event);
-      if (invalid) {
-        reject({ status: 400, ...invalid });
+      const routing = routeEvent(definition, event);
+      if ('problem' in routing) {
+        reject({ status: 400, ...routing.problem });
         return;
       }
 
       const context: FunctionContext<Config> = {
+        functionName: definition.name,
         log: state.log,
         kubeConfig: options.kubeConfig,
         config,
@@ -325,7 +326,7 @@ export async function startFunctionServer<Config>(
       };
       let result: unknown;
       try {
-        result = await definition.handle(context, event);
+        result = await routing.routed.run(context);
       } catch (error) {
         state.status = httpStatusFor(error);
         const described = describeError(error);

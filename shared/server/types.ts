@@ -10,6 +10,8 @@ import type { FunctionMetrics, MetricSpec } from '../telemetry/metrics.js';
  * that are not the reply (the sweep re-drives many resources from one ping).
  */
 export interface FunctionContext<Config = unknown> {
+  /** The function's name, from its definition: the source of its events, the reporter of its Events. */
+  functionName: string;
   /** Logger already bound to the event id/type, subject and trace id. */
   log: Logger;
   /** Kubernetes access: from KUBECONFIG / in-cluster config, or injected by tests and the local stack. */
@@ -45,26 +47,57 @@ export interface FunctionContext<Config = unknown> {
 /** The result of a handler: a CloudEvent (sent back as the reply, HTTP 200) or nothing (HTTP 204). */
 export type HandlerResult = CloudEvent<unknown> | undefined | void;
 
-export type Handler<Config = unknown> = (
-  context: FunctionContext<Config>,
-  event: CloudEvent<unknown>,
-) => Promise<HandlerResult>;
+/**
+ * What a function does with one event type: the zod schema its `data` must satisfy, and the
+ * handler, which gets that data already parsed (the server parses once; the event is there for
+ * its attributes).
+ */
+export interface EventHandler<Config = unknown, Data = unknown> {
+  data: z.ZodType<Data>;
+  handle(context: FunctionContext<Config>, data: Data, event: CloudEvent<unknown>): Promise<HandlerResult>;
+}
+
+/** The handlers of a function by event type; `data: never` lets each entry keep its own data type. */
+export type EventHandlers<Config> = Readonly<
+  Record<
+    string,
+    {
+      data: z.ZodType;
+      handle(
+        context: FunctionContext<Config>,
+        data: never,
+        event: CloudEvent<unknown>,
+      ): Promise<HandlerResult>;
+    }
+  >
+>;
+
+/** One entry of `events`, typed from its schema: `on(schema, (context, data, event) => ...)`. */
+export function on<Config, Schema extends z.ZodType>(
+  data: Schema,
+  handle: (
+    context: FunctionContext<Config>,
+    data: z.output<Schema>,
+    event: CloudEvent<unknown>,
+  ) => Promise<HandlerResult>,
+): EventHandler<Config, z.output<Schema>> {
+  return { data: data as z.ZodType<z.output<Schema>>, handle };
+}
 
 /**
  * Everything the function server needs to run one function. Each functions/<name>/index.ts
  * exports `handle` (the func convention) and `definition` (this).
  */
 export interface FunctionDefinition<Config = unknown> {
-  /** Function name, e.g. host-lookup. Used in logs, metrics, event source. */
+  /** Function name, e.g. host-lookup. Used in logs, metrics, event source, Event reporter. */
   name: string;
   /**
-   * Accepted event types, each with the zod schema its `data` must satisfy.
-   * Anything else is answered 400 (a Trigger should not have sent it).
+   * Accepted event types, each with its data schema and handler. Anything else is answered
+   * 400 (a Trigger should not have sent it), and so is data that fails its schema.
    */
-  accepts: Record<string, z.ZodType>;
+  events: EventHandlers<Config>;
   /** Schema of the function's env config. */
   configSchema: z.ZodType<Config>;
-  handle: Handler<Config>;
   /**
    * Domain metrics the handler records, registered when the server starts so they are on
    * /metrics before the first event (shared/telemetry/metrics.ts: counterSpec, histogramSpec).

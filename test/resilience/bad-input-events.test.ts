@@ -100,7 +100,7 @@ describe('hostile CloudEvents against each function server', () => {
     '%s answers every hostile event with a clear 4xx (or 204), never a 5xx, and stays healthy',
     async (name) => {
       const server = servers.get(name)!;
-      const accepts = Object.keys(definitions.find((d) => d.name === name)!.accepts);
+      const accepts = Object.keys(definitions.find((d) => d.name === name)!.events);
       const byKind = new Map<string, Map<number, number>>();
       const problems: string[] = [];
       let sent = 0;

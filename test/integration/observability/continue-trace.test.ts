@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { postEvent } from '../../../shared/cloudevents/sink-client.js';
 import { createLogger } from '../../../shared/log.js';
 import { startFunctionServer, type RunningFunctionServer } from '../../../shared/server/function-server.js';
-import type { FunctionDefinition } from '../../../shared/server/types.js';
+import { on, type FunctionDefinition } from '../../../shared/server/types.js';
 import { Tracing, traceIdOf } from '../../../shared/telemetry/tracing.js';
 
 const resumeType = 'test.resume';
@@ -24,15 +24,15 @@ const newTraceId = () => randomBytes(16).toString('hex');
 /** Logs one line, continues the trace named in the data, logs another, replies. */
 const resumingFunction: FunctionDefinition<Record<string, never>> = {
   name: 'resumer',
-  accepts: { [resumeType]: z.object({ resume: z.string() }) },
-  configSchema: z.object({}),
-  async handle(context, event) {
-    const { resume } = event.data as { resume: string };
-    context.log.info('before');
-    const continued = context.continueTrace?.(resume) ?? false;
-    context.log.info('after', { continued, context_traceparent: context.traceparent });
-    return new CloudEvent({ type: 'test.resumed', source: '/test', data: { continued } });
+  events: {
+    [resumeType]: on(z.object({ resume: z.string() }), async (context, { resume }) => {
+      context.log.info('before');
+      const continued = context.continueTrace?.(resume) ?? false;
+      context.log.info('after', { continued, context_traceparent: context.traceparent });
+      return new CloudEvent({ type: 'test.resumed', source: '/test', data: { continued } });
+    }),
   },
+  configSchema: z.object({}),
 };
 
 interface LogLine {

@@ -5,7 +5,12 @@ import { envInt, envString } from '../../../shared/config.js';
 import { BpaError, invalid, transient } from '../../../shared/errors.js';
 import { createLogger, type Logger } from '../../../shared/log.js';
 import { counterSpec } from '../../../shared/telemetry/metrics.js';
-import type { FunctionContext, FunctionDefinition } from '../../../shared/server/types.js';
+import {
+  on,
+  type FunctionContext,
+  type FunctionDefinition,
+  type HandlerResult,
+} from '../../../shared/server/types.js';
 
 /** The server must never touch Kubernetes itself: any property access on this fails the test. */
 export const untouchableKubeConfig = new Proxy(
@@ -62,25 +67,27 @@ export interface TestFunctionProbe {
  * each kind, a slow handler, an invalid reply, and context.send().
  */
 export function testFunction(probe: TestFunctionProbe): FunctionDefinition<TestConfig> {
-  return {
-    name: 'test-fn',
-    accepts: {
-      [greetType]: z.object({ name: z.string().min(1), language: z.enum(['en', 'fr']).optional() }),
-      [silentType]: z.unknown(),
-      [failType]: z.object({ kind: z.enum(['invalid', 'transient', 'resolution', 'internal', 'plain']) }),
-      [slowType]: z.unknown(),
-      [badReplyType]: z.unknown(),
-      [sendType]: z.object({ count: z.number().int().min(1) }),
-    },
-    configSchema: testConfigSchema,
-    metrics: [greetingsCounted],
-    handle: async (context, event) => {
+  // Every handler records what it was given, then does its own part.
+  const recorded = <Schema extends z.ZodType>(
+    schema: Schema,
+    body: (
+      context: FunctionContext<TestConfig>,
+      data: z.output<Schema>,
+      event: CloudEvent<unknown>,
+    ) => Promise<HandlerResult>,
+  ) =>
+    on<TestConfig, Schema>(schema, async (context, data, event) => {
       probe.contexts.push(context);
       probe.events.push(event);
       context.log.info('handling');
-      switch (event.type) {
-        case greetType: {
-          const data = event.data as { name: string; language?: string };
+      return body(context, data, event);
+    });
+  return {
+    name: 'test-fn',
+    events: {
+      [greetType]: recorded(
+        z.object({ name: z.string().min(1), language: z.enum(['en', 'fr']).optional() }),
+        async (context, data, event) => {
           context.metrics?.counter(greetingsCounted).inc({ language: data.language ?? 'en' });
           return new CloudEvent({
             type: 'test.greeted',
@@ -89,36 +96,36 @@ export function testFunction(probe: TestFunctionProbe): FunctionDefinition<TestC
             datacontenttype: 'application/json',
             data: { greeting: `${context.config.GREETING.repeat(context.config.REPEAT)} ${data.name}` },
           });
-        }
-        case silentType:
-          return undefined;
-        case failType: {
-          const { kind } = event.data as { kind: string };
+        },
+      ),
+      [silentType]: recorded(z.unknown(), async () => undefined),
+      [failType]: recorded(
+        z.object({ kind: z.enum(['invalid', 'transient', 'resolution', 'internal', 'plain']) }),
+        async (_context, { kind }) => {
           if (kind === 'invalid') throw invalid('BadInput', 'the input is wrong');
           if (kind === 'transient') throw transient('ApiUnavailable', 'the API server is down');
           if (kind === 'resolution') throw new BpaError('HostNotFound', 'Host with MAC Address x not found');
           if (kind === 'internal') throw new BpaError('Bug', 'unexpected state', 'internal');
           throw new Error('plain failure');
+        },
+      ),
+      [slowType]: recorded(z.unknown(), async () => {
+        probe.slowGate?.enter();
+        await probe.slowGate?.wait();
+        return undefined;
+      }),
+      [badReplyType]: recorded(z.unknown(), async () => ({ not: 'a CloudEvent' }) as unknown as CloudEvent),
+      [sendType]: recorded(z.object({ count: z.number().int().min(1) }), async (context, { count }) => {
+        for (let index = 0; index < count; index += 1) {
+          await context.send(
+            new CloudEvent({ type: 'test.sent', source: '/bpa-functions/test-fn', data: { index } }),
+          );
         }
-        case slowType:
-          probe.slowGate?.enter();
-          await probe.slowGate?.wait();
-          return undefined;
-        case badReplyType:
-          return { not: 'a CloudEvent' } as unknown as CloudEvent;
-        case sendType: {
-          const { count } = event.data as { count: number };
-          for (let index = 0; index < count; index += 1) {
-            await context.send(
-              new CloudEvent({ type: 'test.sent', source: '/bpa-functions/test-fn', data: { index } }),
-            );
-          }
-          return undefined;
-        }
-        default:
-          throw new Error(`unexpected type ${event.type}`);
-      }
+        return undefined;
+      }),
     },
+    configSchema: testConfigSchema,
+    metrics: [greetingsCounted],
   };
 }
 
