@@ -46,7 +46,7 @@ describe('kubectl kustomize output', () => {
     const rendered = parseAllDocuments(kustomize(manifestsDir))
       .map((d) => d.toJS() as { kind: string; metadata: { name: string; labels?: Record<string, string> } })
       .filter((o) => o.kind === 'CustomResourceDefinition');
-    const sources = ['provisioning.yaml', 'software.yaml'].map(
+    const sources = ['provisioning.yaml', 'software.yaml', 'image.yaml'].map(
       (file) => parse(readFileSync(join(manifestsDir, 'crds', file), 'utf8')) as typeof rendered[number],
     );
     expect(rendered.map((o) => o.metadata.name).sort()).toEqual(sources.map((o) => o.metadata.name).sort());
