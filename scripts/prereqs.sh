@@ -14,6 +14,12 @@ need_apt=()
 if [ "$purpose" = test ] || [ "$(id -u)" = 0 ]; then
   [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)   # real sshd hosts (SSH tests, the demo's lab)
   [ -x /usr/bin/ansible ] || need_apt+=(ansible)          # the KUD installer stand-in (local/kud-stand-in)
+  # The local node (local/node): pod network namespaces, veths and the bridge; per-container mount
+  # and UTS namespaces; cluster DNS; the certificates of its log endpoint and of the control plane.
+  [ -x /usr/sbin/ip ] || need_apt+=(iproute2)
+  [ -x /usr/bin/unshare ] || need_apt+=(util-linux)
+  [ -x /usr/sbin/dnsmasq ] || need_apt+=(dnsmasq-base)
+  [ -x /usr/bin/openssl ] || need_apt+=(openssl)
 fi
 if [ "$purpose" = test ]; then
   [ -x /usr/bin/chromium ] || need_apt+=(chromium)        # the live view's browser test

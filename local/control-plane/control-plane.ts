@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -13,6 +13,10 @@ import type { AdminAccess } from './kubeconfig.js';
 import { adminKubeConfig, writeKubeconfigFile } from './kubeconfig.js';
 import type { ManagedProcess } from './managed-process.js';
 import { startManagedProcess } from './managed-process.js';
+import type { ControllerProcess } from './controllers.js';
+import { startControllers, waitControllersHealthy } from './controllers.js';
+import type { CertificateAuthority } from './pki.js';
+import { createCertificateAuthority, issueCertificate } from './pki.js';
 import { apiserverReady, etcdHealthy } from './probes.js';
 import { waitFor } from './wait.js';
 
@@ -35,6 +39,25 @@ export interface ControlPlaneOptions {
   handleSignals?: boolean;
   /** Progress lines (human text). Default: none. */
   log?: (line: string) => void;
+  /**
+   * Also run kube-controller-manager and kube-scheduler (Deployments, Jobs, EndpointSlices,
+   * garbage collection, namespace deletion, scheduling), and admit Pods through the
+   * ServiceAccount plugin (token volume injected, as in a real cluster). Default false: without a
+   * node nothing would run the pods they make.
+   */
+  controllers?: boolean;
+  /** --service-cluster-ip-range; its first address is the `kubernetes` Service. Default 10.0.0.0/24. */
+  serviceClusterIpRange?: string;
+}
+
+/** The control plane's own CA and the files a kubelet needs to trust and be trusted. */
+export interface ControlPlanePki {
+  /** Trusted by kube-apiserver for client certificates and for kubelets' serving certificates. */
+  ca: CertificateAuthority;
+  /** kube-apiserver's serving chain: what pods trust (the kube-root-ca.crt ConfigMap holds it). */
+  apiserverCaFile: string;
+  /** Directory a node may issue its certificates into (removed on stop). */
+  dir: string;
 }
 
 export interface ControlPlaneProcessInfo {
@@ -55,19 +78,33 @@ export interface ControlPlane {
   assetsDir: string;
   binaries: ControlPlaneBinaries;
   access: AdminAccess;
-  processes: { etcd: ControlPlaneProcessInfo; kubeApiserver: ControlPlaneProcessInfo };
+  processes: {
+    etcd: ControlPlaneProcessInfo;
+    kubeApiserver: ControlPlaneProcessInfo;
+    kubeControllerManager?: ControlPlaneProcessInfo;
+    kubeScheduler?: ControlPlaneProcessInfo;
+  };
+  /** Whether kube-controller-manager and kube-scheduler run (options.controllers). */
+  controllers: boolean;
+  serviceClusterIpRange: string;
+  pki: ControlPlanePki;
   /** Temporary directories (credentials, certificates, logs; etcd's data): removed on stop. */
   workDir: string;
   etcdDataDir: string;
   /** Milliseconds from the call to etcd healthy, to kube-apiserver ready, to the CRDs served. */
-  timings: { etcdReadyMs: number; apiserverReadyMs: number; crdsReadyMs?: number };
+  timings: {
+    etcdReadyMs: number;
+    apiserverReadyMs: number;
+    controllersReadyMs?: number;
+    crdsReadyMs?: number;
+  };
   /**
-   * Resolves, with a description, as soon as either process has exited: a crash, or stop().
+   * Resolves, with a description, as soon as any of its processes has exited: a crash, or stop().
    * Long-running callers (the CLI, the local stack) watch it to notice a dead control plane.
    */
   exited: Promise<string>;
   installCrds(inputs: CrdInput[], options?: { timeoutMs?: number }): Promise<InstalledCrd[]>;
-  /** Stops both processes and removes the temporary files. Idempotent. */
+  /** Stops its processes and removes the temporary files. Idempotent. */
   stop(): Promise<void>;
 }
 
@@ -80,8 +117,9 @@ function etcdDataRoot(): string {
 }
 
 /**
- * Starts etcd and kube-apiserver on free 127.0.0.1 ports with generated credentials, waits until
- * both are ready, writes a kubeconfig and installs the requested CRDs.
+ * Starts etcd and kube-apiserver (and, with `controllers`, kube-controller-manager and
+ * kube-scheduler) on free 127.0.0.1 ports with generated credentials, waits until all are ready,
+ * writes a kubeconfig and installs the requested CRDs.
  */
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const started = Date.now();
@@ -170,6 +208,18 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
 
   const credentials = writeCredentials(tempDir);
   const certDir = join(tempDir, 'certs');
+  const pkiDir = join(tempDir, 'pki');
+  mkdirSync(pkiDir);
+  const ca = createCertificateAuthority(pkiDir);
+  // kube-apiserver presents it to kubelets (logs, exec); O=system:masters as kubeadm does.
+  const kubeletClient = issueCertificate(ca, pkiDir, {
+    name: 'apiserver-kubelet-client',
+    commonName: 'kube-apiserver-kubelet-client',
+    organization: 'system:masters',
+    usage: 'client',
+  });
+  const serviceClusterIpRange = options.serviceClusterIpRange ?? '10.0.0.0/24';
+  const withControllers = options.controllers ?? false;
   const server = `https://127.0.0.1:${apiserverPort}`;
   const kubeApiserver = startManagedProcess(
     'kube-apiserver',
@@ -181,10 +231,16 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--advertise-address=127.0.0.1',
       `--secure-port=${apiserverPort}`,
       `--cert-dir=${certDir}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
+      `--service-cluster-ip-range=${serviceClusterIpRange}`,
       '--allow-privileged=true',
-      // No token controller runs, so the admission plugin would refuse every Pod.
-      '--disable-admission-plugins=ServiceAccount',
+      // With controllers, Pods get the projected kube-api-access volume as in any cluster;
+      // without them nobody creates the `default` ServiceAccount, and the plugin would refuse every Pod.
+      ...(withControllers ? [] : ['--disable-admission-plugins=ServiceAccount']),
+      `--client-ca-file=${ca.certFile}`,
+      `--kubelet-client-certificate=${kubeletClient.certFile}`,
+      `--kubelet-client-key=${kubeletClient.keyFile}`,
+      `--kubelet-certificate-authority=${ca.certFile}`,
+      '--kubelet-preferred-address-types=InternalIP,Hostname',
       '--authorization-mode=RBAC',
       `--token-auth-file=${credentials.tokenFile}`,
       `--service-account-issuer=${serviceAccountIssuer}`,
@@ -222,6 +278,35 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const kubeconfigPath = options.kubeconfigPath ?? join(tempDir, 'kubeconfig');
   writeKubeconfigFile(kubeconfigPath, access);
 
+  let controllers: ControllerProcess[] = [];
+  let controllersReadyMs: number | undefined;
+  if (withControllers) {
+    // Their own copy: the caller's kubeconfig file is the caller's to move or delete.
+    const controllersKubeconfig = join(tempDir, 'controllers.kubeconfig');
+    writeKubeconfigFile(controllersKubeconfig, access);
+    controllers = await startControllers({
+      binaries,
+      kubeconfigPath: controllersKubeconfig,
+      serviceAccountKeyFile: credentials.serviceAccountKeyFile,
+      rootCaFile: certFile,
+      clusterSigning: ca,
+      serviceClusterIpRange,
+      workDir: tempDir,
+    });
+    running.push(...controllers.map((controller) => controller.process));
+    try {
+      await waitControllersHealthy(controllers, {
+        timeoutMs: startTimeoutMs,
+        abortIf: () => running.map((child) => exitedEarly(child)()).find(Boolean),
+      });
+    } catch (error) {
+      return failStart('kube-controller-manager or kube-scheduler did not become healthy', error);
+    }
+    controllersReadyMs = Date.now() - started;
+    log(`kube-controller-manager and kube-scheduler healthy after ${controllersReadyMs} ms`);
+  }
+  const [manager, scheduler] = controllers.map((controller) => controller.process);
+
   const controlPlane: ControlPlane = {
     kubeConfig,
     kubeconfigPath,
@@ -233,12 +318,17 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     processes: {
       etcd: { pid: etcd.pid, logPath: etcd.logPath },
       kubeApiserver: { pid: kubeApiserver.pid, logPath: kubeApiserver.logPath },
+      ...(manager ? { kubeControllerManager: { pid: manager.pid, logPath: manager.logPath } } : {}),
+      ...(scheduler ? { kubeScheduler: { pid: scheduler.pid, logPath: scheduler.logPath } } : {}),
     },
+    controllers: withControllers,
+    serviceClusterIpRange,
+    pki: { ca, apiserverCaFile: certFile, dir: pkiDir },
     workDir: tempDir,
     etcdDataDir: dataDir,
-    timings: { etcdReadyMs, apiserverReadyMs },
+    timings: { etcdReadyMs, apiserverReadyMs, controllersReadyMs },
     exited: Promise.race(
-      [etcd, kubeApiserver].map((child) =>
+      running.map((child) =>
         child.exited.then((exit) => `${child.name} exited (code ${exit.code}, signal ${exit.signal})`),
       ),
     ),

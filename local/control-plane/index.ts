@@ -1,5 +1,10 @@
 // The control plane of the tests and of the local stack: real etcd + kube-apiserver.
-export type { ControlPlane, ControlPlaneOptions, ControlPlaneProcessInfo } from './control-plane.js';
+export type {
+  ControlPlane,
+  ControlPlaneOptions,
+  ControlPlanePki,
+  ControlPlaneProcessInfo,
+} from './control-plane.js';
 export { startControlPlane } from './control-plane.js';
 export type { ControlPlaneBinaries, ControlPlaneVersions } from './assets.js';
 export { binaryCacheDir, controlPlaneVersions, locateBinaries } from './assets.js';
@@ -13,3 +18,9 @@ export { applyObject, applyObjects, isStatus, parseYamlObjects, readYamlObjects 
 export { createNamespace, deleteNamespace, uniqueNamespaceName } from './namespaces.js';
 export type { AdminAccess } from './kubeconfig.js';
 export { adminKubeConfig, kubeconfigDocument, writeKubeconfigFile } from './kubeconfig.js';
+export type { CertificateAuthority, CertificateRequest, IssuedCertificate } from './pki.js';
+export { createCertificateAuthority, issueCertificate } from './pki.js';
+export { freeLoopbackPort, freeLoopbackPorts } from './free-port.js';
+export type { ManagedProcess, ProcessExit } from './managed-process.js';
+export { startManagedProcess } from './managed-process.js';
+export { waitFor } from './wait.js';

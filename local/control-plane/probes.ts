@@ -4,7 +4,7 @@ import { request as httpsRequest } from 'node:https';
 /** Status code and body of one GET, with a short timeout; never follows redirects. */
 export function probe(
   url: string,
-  options: { ca?: string | Buffer; token?: string; timeoutMs?: number } = {},
+  options: { ca?: string | Buffer; token?: string; timeoutMs?: number; insecure?: boolean } = {},
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
@@ -14,6 +14,8 @@ export function probe(
       {
         method: 'GET',
         ca: options.ca,
+        // Only for self-signed health ports of our own children, never for data.
+        rejectUnauthorized: !options.insecure,
         headers: options.token ? { authorization: `Bearer ${options.token}` } : {},
         timeout: options.timeoutMs ?? 2000,
         agent: false,

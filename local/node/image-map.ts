@@ -1,0 +1,73 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { invalid } from '../../shared/errors.js';
+import { repoRoot } from '../control-plane/repo-root.js';
+
+/** One image's stand-in: what the node runs instead of pulling and unpacking it. */
+export const imageEntrySchema = z.strictObject({
+  command: z.array(z.string()).min(1),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  workingDir: z.string().startsWith('/').optional(),
+});
+export type ImageEntry = z.infer<typeof imageEntrySchema>;
+
+export const imageMapFileSchema = z.strictObject({
+  images: z.record(z.string().min(1), imageEntrySchema),
+});
+
+/** Image reference -> local command, merged from one or more map files (later files win). */
+export type ImageMap = ReadonlyMap<string, ImageEntry>;
+
+/** The node's own map file, in the repository. */
+export const defaultImageMapFile = () => join(repoRoot(), 'local', 'node', 'images.yaml');
+
+const placeholders = () => ({ REPO_ROOT: repoRoot(), NODE: process.execPath });
+
+function substitute(text: string): string {
+  const values: Record<string, string> = placeholders();
+  return text.replace(/\$\{(REPO_ROOT|NODE)\}/g, (_, name: string) => values[name] ?? '');
+}
+
+/** Reads and validates map files; a bad file is a clear error naming the file and the field. */
+export function loadImageMap(files: string[] = [defaultImageMapFile()]): ImageMap {
+  const map = new Map<string, ImageEntry>();
+  for (const file of files) {
+    const parsed = imageMapFileSchema.safeParse(parse(readFileSync(file, 'utf8')));
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw invalid(
+        'InvalidImageMap',
+        `${file}: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? parsed.error.message}`,
+      );
+    }
+    for (const [image, entry] of Object.entries(parsed.data.images)) {
+      map.set(image, {
+        command: entry.command.map(substitute),
+        args: entry.args.map(substitute),
+        env: Object.fromEntries(Object.entries(entry.env).map(([key, value]) => [key, substitute(value)])),
+        ...(entry.workingDir ? { workingDir: substitute(entry.workingDir) } : {}),
+      });
+    }
+  }
+  return map;
+}
+
+/** The map's entry for `image`, trying `docker.io/library/` spellings of short names too. */
+export function lookupImage(map: ImageMap, image: string): ImageEntry | undefined {
+  const direct = map.get(image);
+  if (direct) return direct;
+  const withTag = image.includes(':') || image.includes('@') ? image : `${image}:latest`;
+  const candidates = [withTag];
+  if (!withTag.split('/')[0]?.includes('.')) {
+    candidates.push(withTag.includes('/') ? `docker.io/${withTag}` : `docker.io/library/${withTag}`);
+  }
+  return candidates.map((candidate) => map.get(candidate)).find(Boolean);
+}
+
+/** The waiting message of a container whose image has no stand-in. */
+export const unmappedImageMessage = (image: string) =>
+  `Container image "${image}" is not in the node's image map (there is no container runtime on this node; ` +
+  `add the image to local/node/images.yaml or to a map passed to startNode)`;
