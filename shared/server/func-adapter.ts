@@ -5,7 +5,7 @@ import { describeError, httpStatusFor, invalid } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { routeEvent } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
-import { postToSink } from './function-server.js';
+import { postToSink } from './sink.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from './types.js';
 
 /**

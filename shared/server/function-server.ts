@@ -1,17 +1,19 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CloudEvent } from 'cloudevents';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseEnv, serverEnvSchema, type Env } from '../config.js';
-import { BpaError, describeError, httpStatusFor } from '../errors.js';
+import { describeError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
-import { encodeHttpEvent, parseHttpEvent } from '../cloudevents/message.js';
-import { postEventWithRetry } from '../cloudevents/sink-client.js';
+import { parseHttpEvent } from '../cloudevents/message.js';
 import { FunctionMetrics, RuntimeMetrics, type InvocationOutcome } from '../telemetry/metrics.js';
-import { Tracing, traceIdOf, type RequestSpan, type TraceHeaders } from '../telemetry/tracing.js';
-import { acceptedTypes, routeEvent, unacceptedType } from './accepts.js';
+import { Tracing, type TraceHeaders } from '../telemetry/tracing.js';
+import { acceptedTypes, routeEvent, unacceptedType, type EventProblem } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
 import { readBody } from './http-body.js';
+import { invoke } from './invoke.js';
+import { RequestTrace } from './request-span.js';
+import { errorBody, responder } from './responses.js';
+import { routeRequest } from './routes.js';
 import type { FunctionContext, FunctionDefinition } from './types.js';
 
 /**
@@ -67,54 +69,14 @@ export interface RunningFunctionServer {
   metrics?: FunctionMetrics;
 }
 
-interface Rejection {
-  status: number;
-  reason: string;
-  message: string;
-}
-
-/** JSON body of every error answer. */
-export const errorBody = (reason: string, message: string) => JSON.stringify({ error: { reason, message } });
-
 const elapsedSeconds = (since: bigint) => Number(process.hrtime.bigint() - since) / 1e9;
 
-function firstHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
+const firstHeader = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 
 function urlFor(host: string, port: number): string {
   if (host === '0.0.0.0' || host === '') return `http://127.0.0.1:${port}`;
   if (host === '::') return `http://[::1]:${port}`;
   return host.includes(':') ? `http://[${host}]:${port}` : `http://${host}:${port}`;
-}
-
-/**
- * Posts `event` to the sink (K_SINK / BROKER_URL) with retries and resolves to the HTTP status;
- * rejects `NoSinkConfigured` without a sink and `SinkRejected` on a non-2xx answer. Shared by
- * the server's `context.send` and the faas-js-runtime adapter.
- */
-export async function postToSink(
-  functionName: string,
-  sinkUrl: string | undefined,
-  event: CloudEvent<unknown>,
-  headers: Record<string, string> = {},
-): Promise<number> {
-  if (!sinkUrl) {
-    throw new BpaError(
-      'NoSinkConfigured',
-      `${functionName} cannot send ${event.type}: neither K_SINK nor BROKER_URL is set`,
-      'internal',
-    );
-  }
-  const response = await postEventWithRetry(sinkUrl, event, { headers });
-  if (response.status < 200 || response.status > 299) {
-    throw new BpaError(
-      'SinkRejected',
-      `The sink ${sinkUrl} answered HTTP ${response.status} to ${event.type} ${event.id}`,
-      'transient',
-    );
-  }
-  return response.status;
 }
 
 /** Starts the server; rejects with BpaError `InvalidConfig` when the env does not validate. */
@@ -144,106 +106,30 @@ export async function startFunctionServer<Config>(
 
   let draining = false;
   let inFlight = 0;
-
-  const respond = (
-    response: ServerResponse,
-    status: number,
-    headers: Record<string, string>,
-    body: string | Uint8Array = '',
-  ) => {
-    if (response.headersSent || response.destroyed) return;
-    if (draining) headers = { ...headers, connection: 'close' };
-    response.writeHead(status, headers);
-    response.end(body);
-  };
-  const respondJson = (
-    response: ServerResponse,
-    status: number,
-    value: unknown,
-    headers: Record<string, string> = {},
-  ) => respond(response, status, { 'content-type': 'application/json', ...headers }, JSON.stringify(value));
-  const respondError = (
-    response: ServerResponse,
-    status: number,
-    reason: string,
-    message: string,
-    headers: Record<string, string> = {},
-  ) =>
-    respond(response, status, { 'content-type': 'application/json', ...headers }, errorBody(reason, message));
-
-  /** Sends an extra event to the sink, continuing the request's trace. */
-  const makeSend =
-    (span: RequestSpan | undefined, requestLog: Logger) =>
-    async (event: CloudEvent<unknown>): Promise<void> => {
-      const child =
-        span && tracing
-          ? tracing.startClientSpan(`send ${event.type}`, span, {
-              'cloudevents.event_id': event.id,
-              'cloudevents.event_type': event.type,
-            })
-          : undefined;
-      try {
-        const outgoing = child ? event.cloneWith({ ...child.headers }) : event;
-        const status = await postToSink(
-          definition.name,
-          sinkUrl,
-          outgoing,
-          child ? { ...child.headers } : {},
-        );
-        requestLog.debug('sent event', { sent_id: event.id, sent_type: event.type, status });
-      } catch (error) {
-        child?.fail(describeError(error).message);
-        throw error;
-      } finally {
-        child?.end();
-      }
-    };
+  const respond = responder(() => draining);
 
   /** POST /: one CloudEvent in, reply or nothing out. */
   const handleEvent = async (request: IncomingMessage, response: ServerResponse) => {
     const requestStart = process.hrtime.bigint();
-    const startTime = new Date();
-    // Mutable request state in one object: closures below update it and `finally` reads it.
-    const state: {
-      eventType: string;
-      outcome: InvocationOutcome;
-      status: number;
-      reason?: string;
-      span?: RequestSpan;
-      log: Logger;
-      logFields: Record<string, unknown>;
-    } = { eventType: 'unknown', outcome: 'invalid', status: 500, log, logFields: {} };
+    const trace = new RequestTrace(tracing, log, new Date());
+    // What the `finally` below reports; every path sets it.
+    const state: { eventType: string; outcome: InvocationOutcome; status: number; reason?: string } = {
+      eventType: 'unknown',
+      outcome: 'invalid',
+      status: 500,
+    };
     const headerTrace: TraceHeaders = {
       traceparent: firstHeader(request.headers.traceparent),
       tracestate: firstHeader(request.headers.tracestate),
     };
-    const startSpan = (
-      name: string,
-      parent: TraceHeaders,
-      attributes: Record<string, string>,
-      linkedTo: readonly RequestSpan[] = [],
-    ) => {
-      state.span = tracing?.startServerSpan(
-        name,
-        parent,
-        { 'faas.trigger': 'pubsub', ...attributes },
-        startTime,
-        linkedTo,
-      );
-      // With tracing off there is no span, but the caller's trace id still goes on the logs.
-      const traceId = state.span?.traceId ?? traceIdOf(parent.traceparent);
-      if (traceId) state.logFields = { ...state.logFields, trace_id: traceId };
-      state.log = log.child(state.logFields);
-    };
-    const traceResponseHeaders = (): Record<string, string> => (state.span ? { ...state.span.headers } : {});
-    const reject = (rejection: Rejection) => {
-      state.status = rejection.status;
-      state.reason = rejection.reason;
+    const reject = (status: number, problem: EventProblem) => {
+      state.status = status;
+      state.reason = problem.reason;
       state.outcome = 'invalid';
-      if (!state.span) startSpan(`${definition.name} rejected`, headerTrace, {});
-      state.span?.setAttributes({ 'bpa.rejection.reason': rejection.reason });
-      state.span?.fail(rejection.message);
-      respondError(response, rejection.status, rejection.reason, rejection.message, traceResponseHeaders());
+      if (!trace.span) trace.start(`${definition.name} rejected`, headerTrace, {});
+      trace.span?.setAttributes({ 'bpa.rejection.reason': problem.reason });
+      trace.span?.fail(problem.message);
+      respond.error(response, status, problem.reason, problem.message, trace.responseHeaders());
     };
 
     try {
@@ -256,8 +142,7 @@ export async function startFunctionServer<Config>(
       }
       if (body.kind === 'tooLarge') {
         if (!body.drained) response.setHeader('connection', 'close');
-        reject({
-          status: 400,
+        reject(400, {
           reason: 'BodyTooLarge',
           message: `The request body is larger than ${maxBodyBytes} bytes; events should carry references, not documents`,
         });
@@ -265,14 +150,14 @@ export async function startFunctionServer<Config>(
       }
       const parsed = parseHttpEvent(request.headers, body.body);
       if (!parsed.ok) {
-        reject({ status: 400, reason: parsed.reason, message: parsed.message });
+        reject(400, parsed);
         return;
       }
       const event = parsed.event;
-      state.logFields = { ...eventLogFields(event) };
+      trace.logFields = { ...eventLogFields(event) };
       const unaccepted = unacceptedType(definition, event.type);
       if (unaccepted) {
-        reject({ status: 400, ...unaccepted });
+        reject(400, unaccepted);
         return;
       }
       state.eventType = event.type;
@@ -289,93 +174,55 @@ export async function startFunctionServer<Config>(
         'cloudevents.event_source': event.source,
         ...(event.subject ? { 'cloudevents.event_subject': event.subject } : {}),
       };
-      startSpan(spanName, parent, eventAttributes);
+      trace.start(spanName, parent, eventAttributes);
       const routing = routeEvent(definition, event);
       if ('problem' in routing) {
-        reject({ status: 400, ...routing.problem });
+        reject(400, routing.problem);
         return;
       }
 
       const context: FunctionContext<Config> = {
         functionName: definition.name,
-        log: state.log,
+        log: trace.log,
         kubeConfig: options.kubeConfig,
         config,
-        send: makeSend(state.span, state.log),
+        send: trace.sender(definition.name, sinkUrl),
         ...(parent.traceparent ? { traceparent: parent.traceparent } : {}),
         ...(metrics ? { metrics } : {}),
         continueTrace: (traceparent, tracestate) => {
-          const traceId = traceIdOf(traceparent);
-          if (traceId === undefined) {
-            state.log.warn('malformed traceparent not continued', { traceparent });
-            return false;
-          }
-          const previous = state.span;
-          const fromTraceId = state.logFields.trace_id;
-          const continued: TraceHeaders = { traceparent, ...(tracestate ? { tracestate } : {}) };
-          // The span so far stays in the event's own trace, linked from the one that carries on.
-          previous?.setAttributes({ 'bpa.trace.continued_in': traceId });
-          previous?.end();
-          startSpan(spanName, continued, eventAttributes, previous ? [previous] : []);
-          state.log.debug('continuing a recorded trace', { from_trace_id: fromTraceId ?? null });
-          context.log = state.log;
-          context.send = makeSend(state.span, state.log);
+          if (!trace.continueIn(traceparent, tracestate, spanName, eventAttributes)) return false;
+          context.log = trace.log;
+          context.send = trace.sender(definition.name, sinkUrl);
           context.traceparent = traceparent;
           return true;
         },
       };
-      let result: unknown;
-      try {
-        result = await routing.routed.run(context);
-      } catch (error) {
-        state.status = httpStatusFor(error);
-        const described = describeError(error);
-        state.reason = described.reason;
-        state.outcome = state.status === 400 ? 'invalid' : 'error';
-        state.span?.fail(described.message);
-        if (state.status >= 500)
-          state.log.error('handler failed', { ...described, stack: (error as Error)?.stack });
-        respondError(response, state.status, described.reason, described.message, traceResponseHeaders());
-        return;
-      }
-
-      if (result === undefined || result === null) {
-        state.status = 204;
-        state.outcome = 'ok';
-        respond(response, 204, traceResponseHeaders());
-        return;
-      }
-      let reply: CloudEvent<unknown>;
-      try {
-        if (!(result instanceof CloudEvent))
-          throw new Error('the handler returned something that is not a CloudEvent');
-        // The reply continues the trace: distributed-tracing extension + (below) the HTTP header.
-        reply = state.span ? result.cloneWith({ ...state.span.headers }) : result;
-        if (reply.validate() !== true) throw new Error(`unsupported specversion ${reply.specversion}`);
-      } catch (error) {
-        state.status = 500;
-        state.reason = 'InvalidReply';
-        state.outcome = 'error';
-        const message = `${definition.name} produced an invalid reply event: ${describeError(error).message.split('\n')[0]}`;
-        state.span?.fail(message);
-        state.log.error('invalid reply', { reason: state.reason, message });
-        respondError(response, 500, state.reason, message, traceResponseHeaders());
-        return;
-      }
-      const message = encodeHttpEvent(reply, 'binary');
-      state.status = 200;
-      state.outcome = 'reply';
-      state.logFields = { ...state.logFields, reply_id: reply.id, reply_type: reply.type };
-      respond(response, 200, { ...message.headers, ...traceResponseHeaders() }, message.body);
+      const answer = await invoke(definition.name, () => routing.routed.run(context), trace);
+      state.status = answer.status;
+      state.outcome = answer.outcome;
+      if (answer.reason) state.reason = answer.reason;
+      if (answer.reply) {
+        const { event: reply, headers, body: replyBody } = answer.reply;
+        trace.logFields = { ...trace.logFields, reply_id: reply.id, reply_type: reply.type };
+        respond.respond(response, 200, { ...headers, ...trace.responseHeaders() }, replyBody);
+      } else if (answer.status === 204) respond.respond(response, 204, trace.responseHeaders());
+      else
+        respond.error(
+          response,
+          answer.status,
+          answer.reason ?? '',
+          answer.message ?? '',
+          trace.responseHeaders(),
+        );
     } finally {
       const seconds = elapsedSeconds(requestStart);
       runtimeMetrics?.record(state.eventType, state.outcome, seconds);
-      if (state.span) {
-        state.span.setAttributes({ 'http.response.status_code': state.status });
-        state.span.end();
+      if (trace.span) {
+        trace.span.setAttributes({ 'http.response.status_code': state.status });
+        trace.span.end();
       }
       const line = {
-        ...state.logFields,
+        ...trace.logFields,
         status: state.status,
         outcome: state.outcome,
         duration_ms: Math.round(seconds * 1e6) / 1e3,
@@ -387,62 +234,20 @@ export async function startFunctionServer<Config>(
     }
   };
 
-  const route = async (request: IncomingMessage, response: ServerResponse) => {
-    const path = (request.url ?? '/').split('?')[0];
-    const method = request.method ?? 'GET';
-    if (path === '/') {
-      if (method === 'POST') return handleEvent(request, response);
-      if (method === 'OPTIONS') {
-        // CloudEvents HTTP webhook abuse protection: allow the requesting origin.
-        const origin = firstHeader(request.headers['webhook-request-origin']);
-        return respond(response, 200, {
-          allow: 'POST, OPTIONS',
-          ...(origin ? { 'webhook-allowed-origin': origin, 'webhook-allowed-rate': '*' } : {}),
-        });
-      }
-      return respondError(
-        response,
-        405,
-        'MethodNotAllowed',
-        `${method} is not allowed on /; POST a CloudEvent`,
-        {
-          allow: 'POST, OPTIONS',
-        },
-      );
-    }
-    const getOnly = (serve: () => void | Promise<void>) => {
-      if (method === 'GET' || method === 'HEAD') return serve();
-      if (method === 'OPTIONS') return respond(response, 200, { allow: 'GET, HEAD, OPTIONS' });
-      return respondError(response, 405, 'MethodNotAllowed', `${method} is not allowed on ${path}`, {
-        allow: 'GET, HEAD, OPTIONS',
-      });
-    };
-    if (path === '/health/liveness') return getOnly(() => respondJson(response, 200, { status: 'alive' }));
-    if (path === '/health/readiness') {
-      return getOnly(() =>
-        draining
-          ? respondJson(response, 503, { status: 'draining' })
-          : respondJson(response, 200, { status: 'ready' }),
-      );
-    }
-    if (path === '/metrics' && metrics) {
-      return getOnly(async () => {
-        const exposition = await metrics.exposition();
-        respond(response, 200, { 'content-type': exposition.contentType }, exposition.body);
-      });
-    }
-    return respondError(response, 404, 'NotFound', `No route for ${path}`);
-  };
-
   const server = createServer((request, response) => {
     inFlight += 1;
     response.once('close', () => {
       inFlight -= 1;
     });
-    route(request, response).catch((error: unknown) => {
+    routeRequest(request, response, {
+      respond,
+      draining: () => draining,
+      event: handleEvent,
+      ...(metrics ? { metrics } : {}),
+    }).catch((error: unknown) => {
       // A bug in the server itself: answer 500 and keep serving.
       log.error('request failed', { ...describeError(error), stack: (error as Error)?.stack });
-      respondError(response, 500, 'InternalError', describeError(error).message);
+      respond.error(response, 500, 'InternalError', describeError(error).message);
     });
   });
   // Bytes that are not HTTP: answer 400 the way Node would, and keep serving.
