@@ -2,6 +2,7 @@ import { brokerBench } from './broker.js';
 import { controlPlaneBench } from './control-plane.js';
 import { functionServerBench } from './function-server.js';
 import { functionsBench } from './functions.js';
+import { imagesBench } from './images.js';
 import { resolutionBench } from './resolution.js';
 import { sshFanoutBench } from './ssh-fanout.js';
 import { stackBench } from './stack.js';
@@ -21,6 +22,7 @@ const benches: BenchModule[] = [
   sshFanoutBench,
   stackBench,
   controlPlaneBench,
+  imagesBench,
 ];
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
