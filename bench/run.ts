@@ -4,6 +4,7 @@ import { functionServerBench } from './function-server.js';
 import { functionsBench } from './functions.js';
 import { imagesBench } from './images.js';
 import { resolutionBench } from './resolution.js';
+import { softwareLifecycleBench } from './software-lifecycle.js';
 import { sshFanoutBench } from './ssh-fanout.js';
 import { stackBench } from './stack.js';
 
@@ -20,6 +21,7 @@ const benches: BenchModule[] = [
   functionsBench,
   brokerBench,
   sshFanoutBench,
+  softwareLifecycleBench,
   stackBench,
   controlPlaneBench,
   imagesBench,

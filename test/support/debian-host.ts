@@ -18,15 +18,15 @@ import { once } from 'node:events';
 import { existsSync, openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { repoRoot } from '../../local/control-plane/repo-root.js';
 
 const run = promisify(execFile);
-const repoRoot = resolve(import.meta.dirname, '..', '..');
 
 /** The cached Debian root (built on first use, then reused): `<cache>/rootfs`. */
 export async function debianRootCache(): Promise<string> {
-  const { stdout } = await run('bash', [join(repoRoot, 'scripts', 'debian-root.sh')], {
+  const { stdout } = await run('bash', [join(repoRoot(), 'scripts', 'debian-root.sh')], {
     maxBuffer: 16 * 1024 * 1024,
   });
   const cache = stdout.trim().split('\n').at(-1) ?? '';
@@ -45,6 +45,8 @@ export interface DebianHost {
   shell(script: string): Promise<{ stdout: string; stderr: string; code: number }>;
   /** Processes running inside this host (its mount namespace), with their command lines. */
   processes(): Promise<{ pid: number; command: string }[]>;
+  /** The host's mount namespace (`mnt:[...]`), to tell its processes apart in one scan of /proc. */
+  mountNamespace(): Promise<string | undefined>;
 }
 
 export interface DebianHosts {
@@ -122,6 +124,10 @@ export async function startDebianHosts(options: {
         knownHostsLine: `${type} ${blob}`,
         shell: (script) => shellIn(state, script),
         processes: () => processesIn(state),
+        mountNamespace: async () =>
+          state.process?.pid === undefined
+            ? undefined
+            : readlink(`/proc/${state.process.pid}/ns/mnt`).catch(() => undefined),
       },
     };
     states.push(state);
