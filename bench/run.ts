@@ -1,4 +1,5 @@
 import { brokerBench } from './broker.js';
+import { clusterBench } from './cluster.js';
 import { controlPlaneBench } from './control-plane.js';
 import { functionServerBench } from './function-server.js';
 import { functionsBench } from './functions.js';
@@ -25,6 +26,7 @@ const benches: BenchModule[] = [
   stackBench,
   controlPlaneBench,
   imagesBench,
+  clusterBench,
 ];
 
 const print = (line: string) => process.stdout.write(`${line}\n`);

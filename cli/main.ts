@@ -5,11 +5,13 @@ import { controlPlaneCommand } from './commands/control-plane.js';
 import { devCommand } from './commands/dev.js';
 import { sendCommand } from './commands/send.js';
 import { demoCommand } from './commands/demo.js';
+import { clusterCommand } from './commands/cluster.js';
 import { describeError } from '../shared/errors.js';
 
 export const commands: CliCommand[] = [
   renderCommand,
   controlPlaneCommand,
+  clusterCommand,
   devCommand,
   sendCommand,
   demoCommand,

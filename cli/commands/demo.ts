@@ -5,19 +5,26 @@ import { runDemo } from '../../local/lab/demo.js';
 import { demoOutput } from '../../local/lab/demo-output.js';
 import { describeError } from '../../shared/errors.js';
 
-const usage = `Usage: bpa demo [--port N] [--quiet-events] [--keep]
+const usage = `Usage: bpa demo [--no-node] [--port N] [--quiet-events] [--keep]
 
-Runs the whole chain on this machine against a simulated lab, and explains each step:
-  1. the lab: three BareMetalHosts with inspected NICs, a DHCP lease file, and SSH servers on
-     127.0.0.N (simulated in this process with ssh2; nothing is installed anywhere);
-  2. the embedded stack: kube-apiserver + etcd, the Knative broker, sources and the four functions;
-  3. a Provisioning (2 masters, 1 worker): hosts resolved, inventory rendered, KUD Job launched
-     and completed by a simulated Job controller (no kubelet here), cluster Ready;
-  4. a Software resource: packages installed over SSH, per-host results;
-  5. a summary.
+Runs the whole chain on this machine against a lab of three hosts, and explains each step:
+  1. the one-machine cluster (bpa cluster): etcd, kube-apiserver, kube-controller-manager,
+     kube-scheduler and the node, which runs pods as local processes;
+  2. the lab: three BareMetalHosts with inspected NICs, a DHCP lease file, and a real OpenSSH
+     sshd per host in its own network namespace on the node's network (apt-get there is
+     recorded and answered, never run; nothing is installed anywhere);
+  3. the embedded stack: the Knative broker, sources and the four functions;
+  4. a Provisioning (2 masters, 1 worker): hosts resolved, inventory rendered, KUD Job launched
+     and run on the node by Kubernetes' Job controller (its container is the KUD installer
+     stand-in: real Ansible reads the inventory and pings every host), cluster Ready;
+  5. a Software resource: packages installed over SSH, per-host results;
+  6. a summary.
+Without root or network namespaces it says so in one line and runs as with --no-node.
 Exit 0 when everything worked; exit 1 naming the step that failed.
 
 Options:
+  --no-node        the control plane alone, lab hosts simulated in this process (ssh2 on
+                   127.0.0.N); nothing runs the KUD Job, so the demo ends once it is launched
   --port N         broker port, or the first free one from N (default 8080)
   --quiet-events   do not print one line per event delivery
   --keep           keep the stack and live view running after the summary, until Ctrl-C
@@ -35,7 +42,12 @@ export const demoCommand: CliCommand = {
         args: argv,
         allowPositionals: false,
         strict: true,
-        options: { port: { type: 'string' }, 'quiet-events': { type: 'boolean' }, keep: { type: 'boolean' } },
+        options: {
+          port: { type: 'string' },
+          'quiet-events': { type: 'boolean' },
+          keep: { type: 'boolean' },
+          'no-node': { type: 'boolean' },
+        },
       }));
     } catch (error) {
       throw new UsageError(describeError(error).message);
@@ -48,6 +60,7 @@ export const demoCommand: CliCommand = {
       out,
       ...(port ? { port } : {}),
       showEvents: !values['quiet-events'],
+      node: !values['no-node'],
       ...(values.keep
         ? {
             keepUntil: () =>

@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { CliCommand, CliIO } from '../command.js';
 import { UsageError } from '../command.js';
-import { startStack, type StackOptions } from '../../local/stack.js';
+import { startStack, type Stack, type StackOptions } from '../../local/stack.js';
+import { describeStackCluster, startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
 import { stackBanner } from '../../local/stack/banner.js';
 import { formatDeliveryLine } from '../../local/stack/delivery-line.js';
 import { firstFreePort } from '../../local/stack/free-port.js';
@@ -10,7 +11,7 @@ import { createLogger } from '../../shared/log.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describeError } from '../../shared/errors.js';
 
-const usage = `Usage: bpa dev [--kubeconfig FILE] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay]
+const usage = `Usage: bpa dev [--kubeconfig FILE | --no-node] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay]
        bpa dev --live-view-only [--kubeconfig FILE] [--host ADDR] [--port N]
 
 Runs the functions on this machine, driven by the same Broker, Triggers, ApiServerSources and
@@ -18,9 +19,14 @@ PingSource as on a cluster (read from manifests/): an embedded Knative broker, t
 sources, the four functions each on its own port, and a live view in the browser.
 
 Options:
-  --kubeconfig FILE      use this cluster's API (default: $KUBECONFIG when set, else start an
-                         embedded kube-apiserver + etcd with the project's CRDs)
-  --kubeconfig-out FILE  where the embedded control plane's kubeconfig is written
+  --kubeconfig FILE      use this cluster's API (default: $KUBECONFIG when set, else start the
+                         one-machine cluster of \`bpa cluster\`: etcd, kube-apiserver,
+                         kube-controller-manager, kube-scheduler and the node, with the
+                         project's CRDs; the KUD Job really runs, as a local process)
+  --no-node              start the control plane alone (etcd + kube-apiserver): nothing runs
+                         Jobs or pods. Also what happens, said in one line, without root or
+                         network namespaces
+  --kubeconfig-out FILE  where the embedded cluster's kubeconfig is written
                          (default: a temporary file, printed at start)
   --port N               broker port, or the first free port from N (default 8080);
                          the live view takes the next free port
@@ -42,7 +48,7 @@ Try it:
   kubectl --kubeconfig <printed path> get provisionings -A -w
 `;
 
-type DevOptions = Omit<StackOptions, 'log'> & { liveViewOnly: boolean };
+type DevOptions = Omit<StackOptions, 'log'> & { liveViewOnly: boolean; node: boolean };
 
 function parseOptions(argv: string[]): DevOptions {
   let values;
@@ -59,6 +65,7 @@ function parseOptions(argv: string[]): DevOptions {
         replay: { type: 'boolean' },
         'live-view-only': { type: 'boolean' },
         host: { type: 'string' },
+        'no-node': { type: 'boolean' },
       },
     }));
   } catch (error) {
@@ -75,6 +82,8 @@ function parseOptions(argv: string[]): DevOptions {
     throw new UsageError(
       '--kubeconfig-out is for the embedded control plane; it cannot be used with a kubeconfig',
     );
+  if (values.kubeconfig && values['no-node'])
+    throw new UsageError('--no-node is for the embedded cluster; it cannot be used with --kubeconfig');
   return {
     ...(kubeconfig ? { kubeconfig } : {}),
     ...(values['kubeconfig-out'] ? { kubeconfigOut: values['kubeconfig-out'] } : {}),
@@ -83,6 +92,7 @@ function parseOptions(argv: string[]): DevOptions {
     replay: values.replay ?? false,
     ...(values.host ? { host: values.host } : {}),
     liveViewOnly: values['live-view-only'] ?? false,
+    node: !values['no-node'],
   };
 }
 
@@ -141,23 +151,38 @@ export const devCommand: CliCommand = {
     const stopped = untilStopSignal(io);
     if (options.liveViewOnly) return runLiveViewOnly(options, io, stopped);
     const say = (line: string) => io.stdout(`${line}\n`);
-    say('bpa dev: starting the embedded stack');
-    const starting = startStack({
-      ...options,
-      log: say,
-      onDelivery: (record) => say(formatDeliveryLine(record)),
-    });
+    const { node, kubeconfigOut, ...stackOptions } = options;
+    let cluster: StackCluster | undefined;
+    const starting = (async () => {
+      if (!stackOptions.kubeconfig) {
+        say(node ? 'bpa dev: starting the one-machine cluster' : 'bpa dev: starting the control plane');
+        cluster = await startStackCluster({ node, ...(kubeconfigOut ? { kubeconfigOut } : {}) });
+        if (cluster.fallback) io.stderr(`bpa dev: ${cluster.fallback}; running as with --no-node\n`);
+        for (const line of describeStackCluster(cluster)) say(`  ${line}`);
+      }
+      say('bpa dev: starting the embedded stack');
+      return startStack({
+        ...stackOptions,
+        ...(cluster ? { kubeconfig: cluster.kubeconfigPath } : {}),
+        log: say,
+        onDelivery: (record) => say(formatDeliveryLine(record)),
+      });
+    })();
+    const stopAll = async (stack?: Stack) => {
+      await stack?.stop().catch(() => undefined);
+      await cluster?.stop();
+    };
     const stack = await Promise.race([starting, stopped.then(() => undefined)]);
     if (!stack) {
       // Stopped while starting: let the start finish, then take it all down again.
-      await starting.then((late) => late.stop()).catch(() => undefined);
+      await starting.then(stopAll, () => stopAll()).catch(() => undefined);
       return 130;
     }
     io.stdout(stackBanner(stack));
     say(`ready: apply resources with kubectl --kubeconfig ${stack.kubeconfigPath}; Ctrl-C stops`);
     const signal = await stopped;
     say(`bpa dev: ${signal}, stopping…`);
-    await stack.stop();
+    await stopAll(stack);
     say('bpa dev: stopped');
     return 0;
   },

@@ -9,10 +9,11 @@ import type { HostResult } from '../../shared/events/types.js';
 import type { ResolvedNode } from '../../shared/schemas/node.js';
 import type { DemoOutput } from './demo-output.js';
 import { followConditions, type FollowedObject } from './follow-conditions.js';
-import { startSimulatedJobController, type SimulatedJobController } from './job-controller.js';
 import { labCluster, labProvisioning, labSoftware } from './lab-definition.js';
 import { startLab, type Lab } from './lab.js';
 import { describeError } from '../../shared/errors.js';
+import { kudJobName } from '../../shared/core/names.js';
+import { describeStackCluster, startStackCluster, type StackCluster } from '../stack/cluster.js';
 
 export interface DemoOptions {
   out: DemoOutput;
@@ -20,8 +21,14 @@ export interface DemoOptions {
   port?: number;
   /** Show one line per event delivery. Default true. */
   showEvents?: boolean;
+  /** Run on the one-machine cluster with its node (default true); false: the control plane alone. */
+  node?: boolean;
+  /** Where the cluster's admin kubeconfig is written (kept). Default: a temporary file. */
+  kubeconfigOut?: string;
+  /** Image maps the node reads after its own (tests). */
+  extraImageMaps?: string[];
   /** Per-step budgets in ms. */
-  timeouts?: Partial<Record<'stack' | 'lab' | 'provisioning' | 'software', number>>;
+  timeouts?: Partial<Record<'cluster' | 'stack' | 'lab' | 'provisioning' | 'software', number>>;
   /** Keep the stack running after the summary until this resolves (bpa demo --keep). */
   keepUntil?: (stack: Stack) => Promise<void>;
 }
@@ -33,8 +40,14 @@ export interface DemoResult {
   message?: string;
 }
 
-const defaultTimeouts = { stack: 300_000, lab: 60_000, provisioning: 180_000, software: 180_000 };
-const totalSteps = 5;
+const defaultTimeouts = {
+  cluster: 300_000,
+  stack: 120_000,
+  lab: 60_000,
+  provisioning: 240_000,
+  software: 180_000,
+};
+const totalSteps = 6;
 
 class StepFailure extends Error {
   constructor(
@@ -80,17 +93,21 @@ function table(rows: string[][]): string[] {
 }
 
 /**
- * `bpa demo`: the embedded stack plus the simulated lab, one Provisioning and one Software
- * through the whole chain, every step shown as it happens. Never throws: the result names
- * the step that failed.
+ * `bpa demo`: the one-machine cluster (control plane, Kubernetes' controllers, the node), a lab
+ * of three hosts on the node's network (real sshd), the embedded stack, then one Provisioning and
+ * one Software through the whole chain, every step shown as it happens. The KUD Job really runs
+ * on the node: its container is the KUD installer stand-in, which checks the inventory with
+ * Ansible and pings every lab host. With `node: false` (or where the node cannot run) it runs on
+ * the control plane alone: nothing runs the Job, so the demo ends once the Job is launched.
+ * Never throws: the result names the step that failed.
  */
 export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const { out } = options;
   const timeouts = { ...defaultTimeouts, ...options.timeouts };
   const started = Date.now();
+  let cluster: StackCluster | undefined;
   let lab: Lab | undefined;
   let stack: Stack | undefined;
-  let jobController: SimulatedJobController | undefined;
   let finished = false;
   const showEvent = (record: DeliveryRecord) => {
     // Deliveries still draining after the summary would only clutter it.
@@ -103,35 +120,57 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   };
 
   out.line('bpa demo: a Provisioning and a Software resource through the whole chain, on this machine.');
-  out.line(
-    'The lab is simulated: BareMetalHosts, a DHCP lease file and SSH servers on 127.0.0.N in this process.',
-  );
 
   try {
-    // 1. Lab files first: the functions' env points at them.
-    out.step(1, totalSteps, 'Prepare the simulated lab');
-    lab = await withTimeout('prepare the simulated lab', timeouts.lab, startLab());
+    // 1. The cluster first: the lab's hosts join the node's network.
+    out.step(1, totalSteps, 'Start the one-machine cluster');
+    cluster = await withTimeout(
+      'start the cluster',
+      timeouts.cluster,
+      startStackCluster({
+        node: options.node ?? true,
+        ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
+        ...(options.extraImageMaps ? { extraImageMaps: options.extraImageMaps } : {}),
+      }),
+    );
+    if (cluster.fallback) out.fail(`${cluster.fallback}; running on the control plane alone (--no-node)`);
+    for (const line of describeStackCluster(cluster)) out.info(line);
+    const onNode = cluster.node !== undefined;
+
+    out.step(2, totalSteps, 'Prepare the lab');
+    lab = await withTimeout(
+      'prepare the lab',
+      timeouts.lab,
+      startLab(cluster.nodeNetwork ? { network: cluster.nodeNetwork } : {}),
+    );
+    out.line(
+      lab.sshKind === 'openssh'
+        ? "The lab: BareMetalHosts, a DHCP lease file and real OpenSSH sshd hosts, each in its own network namespace on the node's network. Their apt-get is recorded, never run."
+        : 'The lab is simulated: BareMetalHosts, a DHCP lease file and SSH servers on 127.0.0.N in this process.',
+    );
+    const sshColumn = lab.sshKind === 'openssh' ? 'SSH (OpenSSH sshd)' : 'SSH (simulated)';
     for (const line of table([
-      ['host', 'node', 'MAC', 'IP', 'IP known from', 'SSH (simulated)'],
+      ['host', 'node', 'MAC', 'IP', 'IP known from', sshColumn],
       ...lab.hosts.map((h) => [
         h.bmhName,
         h.label,
         h.mac,
         h.ip,
         h.inLeaseFile ? 'DHCP lease' : 'inspected NIC',
-        `${h.ip}:${lab!.ssh.port}`,
+        `${h.ip}:${lab!.sshPort}`,
       ]),
     ]))
       out.info(line);
     out.dim(`lease file ${lab.leaseFilePath}, known_hosts ${lab.knownHostsPath}`);
 
-    out.step(2, totalSteps, 'Start the embedded stack');
-    out.dim('kube-apiserver + etcd, the embedded Knative broker, local sources, the four functions');
+    out.step(3, totalSteps, 'Start the embedded stack');
+    out.dim('the embedded Knative broker, local sources, the four functions');
     const activeLab = lab;
     stack = await withTimeout(
       'start the embedded stack',
       timeouts.stack,
       startStack({
+        kubeconfig: cluster.kubeconfigPath,
         ...(options.port ? { port: options.port } : {}),
         log: (line) => out.dim(line),
         onDelivery: showEvent,
@@ -149,20 +188,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     out.ok(
       `namespace ${activeLab.namespace}: ${activeLab.hosts.length} BareMetalHosts (NICs in status), Secret ssh-key-secret`,
     );
-    jobController = startSimulatedJobController({
-      kubeConfig,
-      namespace: activeLab.namespace,
-      report: (line) => out.info(`⚙ ${line}`),
-      onError: (error) => out.fail(`simulated Job controller: ${describeError(error).message}`),
-    });
     out.dim(
-      'No kubelet runs here: a simulated Job controller completes the KUD Job the way the real one would.',
+      onNode
+        ? "Kubernetes' own Job controller runs the KUD Job on the node; its container is the KUD installer stand-in (Ansible checks the inventory and pings every host; nothing is installed)."
+        : 'No node: nothing runs the KUD Job, so the cluster cannot become Ready; the demo stops once the Job is launched.',
     );
 
-    // 3. Provisioning → Ready.
+    // 4. Provisioning → Ready (on the node) or → JobLaunched (without it).
     const provisioning = labProvisioning(activeLab.namespace);
-    out.step(3, totalSteps, `Apply Provisioning ${activeLab.namespace}/${labCluster} (2 masters, 1 worker)`);
+    out.step(4, totalSteps, `Apply Provisioning ${activeLab.namespace}/${labCluster} (2 masters, 1 worker)`);
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+    const goal = onNode ? 'Ready' : 'JobLaunched';
     const readyProvisioning = await withTimeout(
       'provision the cluster',
       timeouts.provisioning,
@@ -173,7 +209,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           resource: provisioningsResource,
           namespace: activeLab.namespace,
           name: labCluster,
-          what: `Provisioning ${labCluster} to be Ready`,
+          what: `Provisioning ${labCluster} to be ${goal}`,
           timeoutMs: timeouts.provisioning,
           onCondition: (condition) => reportCondition(out, condition),
           until: (object) => {
@@ -185,17 +221,21 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
                 'provision the cluster',
                 `${failed.type}: ${failed.message ?? failed.reason}`,
               );
-            return conditionTrue(object, 'Ready') ? object : undefined;
+            return conditionTrue(object, goal) ? object : undefined;
           },
         });
       })(),
-    );
+    ).catch(async (error: unknown) => {
+      if (onNode) await showKudLogs(out, kubeConfig, activeLab.namespace);
+      throw error;
+    });
     const nodes = (readyProvisioning.status?.nodes ?? []) as ResolvedNode[];
     for (const line of table([
       ['node', 'roles', 'MAC', 'IP', 'IP source'],
       ...nodes.map((n) => [n.label, n.roles.join(','), n.mac, n.ip, n.source]),
     ]))
       out.info(line);
+    if (onNode) await showKudLogs(out, kubeConfig, activeLab.namespace);
     const ipConfigMap = await kubeConfig
       .makeApiClient(CoreV1Api)
       .readNamespacedConfigMap({ name: `${labCluster}-configmap`, namespace: activeLab.namespace })
@@ -207,59 +247,75 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           .join(' ')}`,
       );
 
-    // 4. Software → installed on every host.
+    // 5. Software → installed on every host.
     const software = labSoftware(activeLab.namespace);
     const softwareName = software.metadata!.name!;
-    out.step(4, totalSteps, `Apply Software ${activeLab.namespace}/${softwareName}`);
-    const installedSoftware = await withTimeout(
-      'install the software',
-      timeouts.software,
-      (async () => {
-        await applyObject(objects, software);
-        return followConditions({
-          kubeConfig,
-          resource: softwaresResource,
-          namespace: activeLab.namespace,
-          name: softwareName,
-          what: `Software ${softwareName} to be Ready`,
-          timeoutMs: timeouts.software,
-          onCondition: (condition) => reportCondition(out, condition),
-          until: (object) => {
-            const failed = object.status?.conditions?.find(
-              (c) => c.type === 'Installed' && c.status === 'False' && observed(c, object),
-            );
-            if (failed)
-              throw new StepFailure('install the software', `Installed: ${failed.message ?? failed.reason}`);
-            return conditionTrue(object, 'Ready') ? object : undefined;
-          },
-        });
-      })(),
-    );
-    const hosts = (installedSoftware.status?.hosts ?? []) as HostResult[];
-    for (const line of table([
-      ['node', 'IP', 'packages', 'exit', 'time'],
-      ...hosts.map((h) => [
-        h.node,
-        h.ip,
-        h.packages.join(' '),
-        String(h.exitCode ?? '-'),
-        `${Math.round(h.durationMs)} ms`,
-      ]),
-    ]))
-      out.info(line);
-    const commands = activeLab.ssh.commands();
-    out.dim(
-      `${commands.length} SSH commands ran on the simulated hosts, e.g. ${commands[0]?.command ?? '(none)'}`,
-    );
+    let hosts: HostResult[] = [];
+    if (!onNode) {
+      out.step(5, totalSteps, `Software ${activeLab.namespace}/${softwareName}: skipped`);
+      out.info('without a node the KUD Job never runs, so the cluster is never Ready for software');
+    } else {
+      out.step(5, totalSteps, `Apply Software ${activeLab.namespace}/${softwareName}`);
+      const installedSoftware = await withTimeout(
+        'install the software',
+        timeouts.software,
+        (async () => {
+          await applyObject(objects, software);
+          return followConditions({
+            kubeConfig,
+            resource: softwaresResource,
+            namespace: activeLab.namespace,
+            name: softwareName,
+            what: `Software ${softwareName} to be Ready`,
+            timeoutMs: timeouts.software,
+            onCondition: (condition) => reportCondition(out, condition),
+            until: (object) => {
+              const failed = object.status?.conditions?.find(
+                (c) => c.type === 'Installed' && c.status === 'False' && observed(c, object),
+              );
+              if (failed)
+                throw new StepFailure(
+                  'install the software',
+                  `Installed: ${failed.message ?? failed.reason}`,
+                );
+              return conditionTrue(object, 'Ready') ? object : undefined;
+            },
+          });
+        })(),
+      );
+      hosts = (installedSoftware.status?.hosts ?? []) as HostResult[];
+      for (const line of table([
+        ['node', 'IP', 'packages', 'exit', 'time'],
+        ...hosts.map((h) => [
+          h.node,
+          h.ip,
+          h.packages.join(' '),
+          String(h.exitCode ?? '-'),
+          `${Math.round(h.durationMs)} ms`,
+        ]),
+      ]))
+        out.info(line);
+      const aptCommands = activeLab.commands().filter((c) => c.command.includes('apt-get'));
+      out.dim(
+        `${aptCommands.length} apt-get commands reached the ${activeLab.sshKind === 'openssh' ? 'sshd' : 'simulated'} hosts (recorded, not run), e.g. ${aptCommands[0]?.command ?? '(none)'}`,
+      );
+    }
 
     finished = true;
-    out.step(5, totalSteps, 'Summary');
-    out.ok(
-      `cluster ${labCluster}: ${nodes.length} nodes resolved, inventory rendered, KUD Job complete, Ready`,
-    );
-    out.ok(
-      `software ${softwareName}: installed on ${hosts.filter((h) => h.exitCode === 0).length}/${hosts.length} hosts`,
-    );
+    out.step(6, totalSteps, 'Summary');
+    if (onNode) {
+      out.ok(
+        `cluster ${labCluster}: ${nodes.length} nodes resolved, inventory rendered, KUD Job complete (run on the node), Ready`,
+      );
+      out.ok(
+        `software ${softwareName}: installed on ${hosts.filter((h) => h.exitCode === 0).length}/${hosts.length} hosts`,
+      );
+    } else {
+      out.ok(`cluster ${labCluster}: ${nodes.length} nodes resolved, inventory rendered, KUD Job launched`);
+      out.info(
+        'run as root (the node needs network namespaces) to see the Job run and the software installed',
+      );
+    }
     out.info(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     out.line();
     out.line('Next: `bpa dev` runs the same stack and stays up; apply your own resources with kubectl and');
@@ -280,9 +336,25 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     if (stack) out.info(`logs: ${stack.logFilePath}`);
     return { ok: false, failedStep: step, message };
   } finally {
-    jobController?.stop();
     await stack?.stop().catch(() => undefined);
     await lab?.stop().catch(() => undefined);
+    await cluster?.stop().catch(() => undefined);
+  }
+}
+
+/** The KUD Job's pod output, as `kubectl logs job/kud-<cluster>` shows it (the node serves it). */
+async function showKudLogs(out: DemoOutput, kubeConfig: Stack['kubeConfig'], namespace: string) {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const jobName = kudJobName(labCluster);
+  try {
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` });
+    const pod = pods.items.at(-1)?.metadata?.name;
+    if (!pod) return;
+    const text = await core.readNamespacedPodLog({ name: pod, namespace, container: 'kud' });
+    out.dim(`kubectl logs ${pod} (the KUD installer stand-in):`);
+    for (const line of String(text).trimEnd().split('\n')) out.dim(`  ${line}`);
+  } catch (error) {
+    out.dim(`no logs of Job ${jobName}: ${describeError(error).message}`);
   }
 }
 

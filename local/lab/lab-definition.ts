@@ -1,9 +1,10 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 
 /**
- * The simulated lab of `bpa demo`: three bare-metal hosts on loopback addresses. Two get
- * their IP from the DHCP lease file, one only from its inspected NICs, so the demo shows
- * both IP sources. Nothing here is real hardware: the hosts are ssh2 servers in this process.
+ * The lab of `bpa demo`: three bare-metal hosts. Two get their IP from the DHCP lease file, one
+ * only from its inspected NICs, so the demo shows both IP sources. Nothing here is real hardware:
+ * on the node the hosts are sshd daemons in network namespaces of the node's network (labHostsOn
+ * gives them its addresses); without it, ssh2 servers in this process on the loopback addresses below.
  */
 export interface LabHost {
   /** Node label in the Provisioning. */
@@ -46,6 +47,15 @@ export const labHosts: readonly LabHost[] = [
     inLeaseFile: false,
   },
 ];
+
+/**
+ * The lab's hosts at other addresses, in order (the node's network gives them addresses of its
+ * /24): same labels, MACs and IP sources.
+ */
+export function labHostsOn(ips: readonly string[], hosts: readonly LabHost[] = labHosts): LabHost[] {
+  if (ips.length !== hosts.length) throw new Error(`${hosts.length} lab hosts, ${ips.length} addresses`);
+  return hosts.map((host, i) => ({ ...host, ip: ips[i]! }));
+}
 
 /** The Provisioning the demo applies: two masters and one worker. */
 export function labProvisioning(namespace = labNamespace, cluster = labCluster): KubernetesObject {

@@ -7,21 +7,36 @@ import type { Env } from '../../shared/config.js';
 import { applyObject } from '../control-plane/apply.js';
 import { createNamespace } from '../control-plane/namespaces.js';
 import { applyLabBareMetalHosts } from './bare-metal-hosts.js';
-import { labHosts, labNamespace, type LabHost } from './lab-definition.js';
+import { labHosts, labHostsOn, labNamespace, type LabHost } from './lab-definition.js';
+import { createLabNetwork, type NodeNetworkAttachment } from './lab-network.js';
 import { renderIscLeaseFile } from './lease-file.js';
-import { startLabSshServers, type LabSshServers } from './ssh-lab.js';
+import { startSshHosts } from './openssh-hosts.js';
+import { startLabSshServers } from './ssh-lab.js';
 
 const { utils } = ssh2;
 
 /** The Secret the KUD Job mounts and software-install reads (keys id_rsa, id_rsa.pub). */
 export const labSshKeySecret = 'ssh-key-secret';
 
+export interface LabSshCommand {
+  ip: string;
+  command: string;
+}
+
 export interface Lab {
   hosts: readonly LabHost[];
   namespace: string;
+  /**
+   * `openssh`: real sshd daemons, one per host in its own network namespace on the node's network
+   * (apt-get is recorded there, never run; Ansible's modules run). `simulated`: ssh2 servers in
+   * this process on 127.0.0.N (no node: nothing reaches them but the functions).
+   */
+  sshKind: 'openssh' | 'simulated';
+  sshPort: number;
   leaseFilePath: string;
   knownHostsPath: string;
-  ssh: LabSshServers;
+  /** Every command the hosts received, oldest first per host. */
+  commands(): LabSshCommand[];
   /** Env the functions need to reach the lab (lease file, SSH port, known_hosts). */
   functionsEnv: Env;
   /** Creates the namespace, BareMetalHosts (with inspected NICs) and the SSH key Secret. */
@@ -29,22 +44,34 @@ export interface Lab {
   stop(): Promise<void>;
 }
 
+export interface LabOptions {
+  hosts?: readonly LabHost[];
+  namespace?: string;
+  /**
+   * The node's network: the hosts become real OpenSSH sshd daemons on it (the KUD Job's
+   * stand-in pings them with Ansible). Absent: in-process simulated hosts on 127.0.0.N.
+   */
+  network?: NodeNetworkAttachment;
+}
+
 /**
- * Prepares the simulated lab before the stack starts (the functions' env points at it): a
- * DHCP lease file, a client key pair, the hosts' simulated SSH servers on 127.0.0.N and a
- * known_hosts file pinning their host keys.
+ * Prepares the lab before the stack starts (the functions' env points at it): a DHCP lease file,
+ * a client key pair, the hosts' SSH servers and a known_hosts file pinning their host keys.
  */
-export async function startLab(
-  options: { hosts?: readonly LabHost[]; namespace?: string } = {},
-): Promise<Lab> {
-  const hosts = options.hosts ?? labHosts;
+export async function startLab(options: LabOptions = {}): Promise<Lab> {
   const namespace = options.namespace ?? labNamespace;
   const dir = mkdtempSync(join(tmpdir(), 'bpa-lab-'));
+  const cleanups: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
+  const stop = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  };
   try {
+    const ssh = options.network
+      ? await startOpenSshLab(options.network, options.hosts, cleanups)
+      : await startSimulatedLab(options.hosts ?? labHosts, cleanups);
+    const { hosts } = ssh;
     const leaseFilePath = join(dir, 'dhcpd.leases');
     writeFileSync(leaseFilePath, renderIscLeaseFile(hosts.filter((h) => h.inLeaseFile)));
-    const clientKey = utils.generateKeyPairSync('ed25519', { comment: 'bpa-demo lab client' });
-    const ssh = await startLabSshServers({ hosts, authorizedPublicKey: clientKey.public });
     const knownHostsPath = join(dir, 'known_hosts');
     writeFileSync(knownHostsPath, ssh.knownHosts);
     const functionsEnv: Env = {
@@ -57,31 +84,97 @@ export async function startLab(
       SSH_TIMEOUT_SECONDS: '60',
       SSH_CONNECT_TIMEOUT_SECONDS: '10',
     };
+    const labels = { 'bpa.akraino.org/simulated-lab': 'true' };
     return {
       hosts,
       namespace,
+      sshKind: ssh.kind,
+      sshPort: ssh.port,
       leaseFilePath,
       knownHostsPath,
-      ssh,
+      commands: ssh.commands,
       functionsEnv,
       async applyToCluster(kubeConfig) {
-        await createNamespace(kubeConfig, namespace, { 'bpa.akraino.org/simulated-lab': 'true' });
+        const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+        await createNamespace(kubeConfig, namespace, labels);
         await applyLabBareMetalHosts(kubeConfig, hosts, namespace);
-        await applyObject(KubernetesObjectApi.makeApiClient(kubeConfig), {
+        await applyObject(objects, {
           apiVersion: 'v1',
           kind: 'Secret',
-          metadata: { name: labSshKeySecret, namespace, labels: { 'bpa.akraino.org/simulated-lab': 'true' } },
+          metadata: { name: labSshKeySecret, namespace, labels },
           type: 'Opaque',
-          stringData: { id_rsa: clientKey.private, 'id_rsa.pub': clientKey.public },
+          stringData: { id_rsa: ssh.privateKey, 'id_rsa.pub': ssh.publicKey },
         } as never);
       },
-      async stop() {
-        await ssh.stop();
-        rmSync(dir, { recursive: true, force: true });
-      },
+      stop,
     };
   } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
+    await stop();
     throw error;
   }
+}
+
+interface LabSsh {
+  kind: Lab['sshKind'];
+  hosts: readonly LabHost[];
+  port: number;
+  knownHosts: string;
+  privateKey: string;
+  publicKey: string;
+  commands(): LabSshCommand[];
+}
+
+/** Real sshd daemons on the node's network, port 22 as an inventory says, logging in as root. */
+async function startOpenSshLab(
+  attachment: NodeNetworkAttachment,
+  definition: readonly LabHost[] | undefined,
+  cleanups: (() => Promise<void>)[],
+): Promise<LabSsh> {
+  const octets = labHostOctets(definition?.length ?? labHosts.length);
+  const network = await createLabNetwork(attachment, octets);
+  cleanups.push(() => network.remove());
+  const hosts = labHostsOn(
+    network.hosts.map((h) => h.ip),
+    definition,
+  );
+  const sshd = await startSshHosts({
+    count: hosts.length,
+    addresses: network.hosts.map((h) => h.ip),
+    netns: network.hosts.map((h) => h.netns),
+    port: 22,
+    username: 'root',
+    behaviours: hosts.map(() => ({ kind: 'lab' as const })),
+  });
+  cleanups.push(() => sshd.stopAll());
+  return {
+    kind: 'openssh',
+    hosts,
+    port: sshd.port,
+    knownHosts: sshd.knownHosts(),
+    privateKey: sshd.privateKey,
+    publicKey: sshd.publicKey,
+    commands: () =>
+      sshd.hosts.flatMap((host) => host.commands().map((command) => ({ ip: host.ip, command }))),
+  };
+}
+
+/** The top of the node's /24, which the node leaves to machines on its network. */
+export const labHostOctets = (count: number) => Array.from({ length: count }, (_, i) => 251 + i);
+
+async function startSimulatedLab(
+  hosts: readonly LabHost[],
+  cleanups: (() => Promise<void>)[],
+): Promise<LabSsh> {
+  const clientKey = utils.generateKeyPairSync('ed25519', { comment: 'bpa-demo lab client' });
+  const ssh = await startLabSshServers({ hosts, authorizedPublicKey: clientKey.public });
+  cleanups.push(() => ssh.stop());
+  return {
+    kind: 'simulated',
+    hosts,
+    port: ssh.port,
+    knownHosts: ssh.knownHosts,
+    privateKey: clientKey.private,
+    publicKey: clientKey.public,
+    commands: () => ssh.commands().map(({ ip, command }) => ({ ip, command })),
+  };
 }

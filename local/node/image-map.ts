@@ -10,7 +10,11 @@ export const imageEntrySchema = z.strictObject({
   command: z.array(z.string()).min(1),
   args: z.array(z.string()).default([]),
   env: z.record(z.string(), z.string()).default({}),
-  workingDir: z.string().startsWith('/').optional(),
+  /** Absolute, or under the repository (`${REPO_ROOT}/...`, substituted once the file is valid). */
+  workingDir: z
+    .string()
+    .regex(/^(\/|\$\{REPO_ROOT\}\/)/, 'an absolute path (or ${REPO_ROOT}/...)')
+    .optional(),
 });
 export type ImageEntry = z.infer<typeof imageEntrySchema>;
 

@@ -14,40 +14,71 @@ function isolatedEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+async function runDemoCli(args: string[]) {
+  const cli = await builtCli();
+  const child = spawn(process.execPath, [cli, 'demo', '--port', String(await freeLoopbackPort()), ...args], {
+    cwd: repoRoot(),
+    env: isolatedEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = new ProcessOutput(child);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0)
+    throw new Error(
+      `bpa demo exited ${code}\n--- stdout ---\n${output.stdout}\n--- stderr ---\n${output.stderr}`,
+    );
+  return output.stdout;
+}
+
+/** An address of the node's /24 (10.244.<slot>.<octet>): where the lab's sshd hosts live. */
+const labIp = (octet: number) => `10\\.244\\.\\d+\\.${octet}`;
+
 describe('bpa demo (what npm start runs)', () => {
-  it('runs a Provisioning and a Software through the whole chain against the simulated lab and exits 0', async () => {
-    const cli = await builtCli();
-    const child = spawn(process.execPath, [cli, 'demo', '--port', String(await freeLoopbackPort())], {
-      cwd: repoRoot(),
-      env: isolatedEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const output = new ProcessOutput(child);
-    const [code] = (await once(child, 'exit')) as [number | null];
-    const text = output.stdout;
-    if (code !== 0)
-      throw new Error(`bpa demo exited ${code}\n--- stdout ---\n${text}\n--- stderr ---\n${output.stderr}`);
-    expect(code).toBe(0);
-    // It says what is simulated.
-    expect(text).toMatch(/simulated/i);
-    expect(text).toMatch(/simulated Job controller/);
+  it('runs a Provisioning and a Software through the whole chain on the node, with real sshd lab hosts, and exits 0', async () => {
+    const text = await runDemoCli([]);
+    // It runs on the one-machine cluster and says what is real and what is not.
+    expect(text).toMatch(/kube-controller-manager\s+pid \d+/);
+    expect(text).toMatch(/node\s+bpa-node: pods in 10\.244\.\d+\.0\/24/);
+    expect(text).toMatch(/real OpenSSH sshd hosts/);
+    expect(text).toMatch(/apt-get is recorded, never run/);
     // Every step and every Provisioning condition, as it happened.
-    for (const step of ['[1/5]', '[2/5]', '[3/5]', '[4/5]', '[5/5] Summary']) expect(text).toContain(step);
+    for (const step of ['[1/6]', '[2/6]', '[3/6]', '[4/6]', '[5/6]', '[6/6] Summary'])
+      expect(text).toContain(step);
     for (const type of ['HostsResolved', 'InventoryRendered', 'JobLaunched', 'KudInstalled', 'Ready'])
       expect(text).toMatch(new RegExp(`✓ ${type}=True`));
     expect(text).toMatch(/✓ Installed=True/);
+    // The KUD Job really ran on the node: its pod's log (through the API server) is the stand-in's.
+    expect(text).toMatch(/kubectl logs kud-edge-demo-\w+ \(the KUD installer stand-in\)/);
+    expect(text).toMatch(new RegExp(`master-2 ${labIp(252)}:22`));
+    expect(text).toMatch(/worker-1 \| SUCCESS => .*"ping": "pong"/);
+    expect(text).toContain('[kud-installer stand-in] all 3 host(s) answered');
+    expect(text).toMatch(/KUD Job complete \(run on the node\), Ready/);
     // Both IP sources of the lab, and the IP ConfigMap.
-    expect(text).toMatch(/master-1\s+master\s+52:54:00:b1:0a:01\s+127\.0\.0\.11\s+dhcp-leases/);
-    expect(text).toMatch(/worker-1\s+worker\s+52:54:00:b1:0a:03\s+127\.0\.0\.13\s+host-nics/);
-    expect(text).toContain(
-      'MASTER_master-1=127.0.0.11 MASTER_master-2=127.0.0.12 WORKER_worker-1=127.0.0.13',
+    expect(text).toMatch(
+      new RegExp(`master-1\\s+master\\s+52:54:00:b1:0a:01\\s+${labIp(251)}\\s+dhcp-leases`),
     );
-    // Per-host install results.
-    expect(text).toMatch(/master-1\s+127\.0\.0\.11\s+curl htop\s+0\s/);
-    expect(text).toMatch(/worker-1\s+127\.0\.0\.13\s+curl jq=1\.6-2\.1\s+0\s/);
+    expect(text).toMatch(new RegExp(`worker-1\\s+worker\\s+52:54:00:b1:0a:03\\s+${labIp(253)}\\s+host-nics`));
+    expect(text).toMatch(
+      new RegExp(`MASTER_master-1=${labIp(251)} MASTER_master-2=${labIp(252)} WORKER_worker-1=${labIp(253)}`),
+    );
+    // Per-host install results, from the sshd hosts.
+    expect(text).toMatch(new RegExp(`master-1\\s+${labIp(251)}\\s+curl htop\\s+0\\s`));
+    expect(text).toMatch(new RegExp(`worker-1\\s+${labIp(253)}\\s+curl jq=1\\.6-2\\.1\\s+0\\s`));
+    expect(text).toMatch(/3 apt-get commands reached the sshd hosts \(recorded, not run\)/);
     expect(text).toMatch(/software edge-demo-tools: installed on 3\/3 hosts/);
     // Event deliveries, one line each; no JSON log lines on the console.
     expect(text).toMatch(/event hosts\.resolved → inventory-render-hosts-resolved\s+200/);
     expect(text.split('\n').filter((line) => line.trimStart().startsWith('{"'))).toEqual([]);
+  }, 600_000);
+
+  it('with --no-node runs on the control plane alone: simulated hosts, and it stops once the Job is launched', async () => {
+    const text = await runDemoCli(['--no-node', '--quiet-events']);
+    expect(text).toMatch(/node\s+none: pods stay Pending, no Job runs/);
+    expect(text).toMatch(/SSH servers on 127\.0\.0\.N in this process/);
+    expect(text).toMatch(/✓ JobLaunched=True/);
+    expect(text).not.toMatch(/KudInstalled=True/);
+    expect(text).toContain('[5/6] Software bpa-demo/edge-demo-tools: skipped');
+    expect(text).toMatch(/cluster edge-demo: 3 nodes resolved, inventory rendered, KUD Job launched/);
+    expect(text).toMatch(/master-1\s+master\s+52:54:00:b1:0a:01\s+127\.0\.0\.11\s+dhcp-leases/);
   }, 600_000);
 });

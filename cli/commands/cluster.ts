@@ -1,0 +1,96 @@
+import { parseArgs } from 'node:util';
+import type { CliIO } from '../command.js';
+import { UsageError } from '../command.js';
+import { describeStackCluster, nodeUnavailableReason, startStackCluster } from '../../local/stack/cluster.js';
+import { describeError } from '../../shared/errors.js';
+
+const usage = `Usage: bpa cluster [--kubeconfig-out FILE]
+
+Runs the whole one-machine Kubernetes cluster until Ctrl-C (SIGINT) or SIGTERM:
+  etcd, kube-apiserver, kube-controller-manager and kube-scheduler (real, built from the pinned
+  Kubernetes modules), plus the node (local/node/): a registered Node that runs the pods bound to
+  it as local processes, each in its own network namespace, for the images in its image map
+  (local/node/images.yaml). Deployments, Jobs, EndpointSlices, garbage collection and namespace
+  deletion are Kubernetes' own; \`kubectl logs\` works.
+
+Needs root and Linux network namespaces (the node's pods get their own addresses on a bridge
+with no route off this machine); without them it says why and exits 1 (\`bpa control-plane\`
+runs the control plane alone).
+
+Options:
+  --kubeconfig-out FILE  also write the admin kubeconfig to FILE (kept after exit)
+  -h, --help             show this help
+
+Exit status: 0 stopped on a signal; 1 the cluster could not start or a process died; 2 bad options.
+`;
+
+function parseOptions(argv: string[]): { kubeconfigOut?: string } {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: { 'kubeconfig-out': { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    });
+    return values['kubeconfig-out'] ? { kubeconfigOut: values['kubeconfig-out'] } : {};
+  } catch (error) {
+    throw new UsageError(describeError(error).message);
+  }
+}
+
+/** Resolves with the signal that asked us to stop, or the exit of a process that died. */
+function untilStopped(exited: Promise<string>): Promise<{ signal?: NodeJS.Signals; died?: string }> {
+  return new Promise((resolveStop) => {
+    const onSignal = (signal: NodeJS.Signals) => finish({ signal });
+    const finish = (outcome: { signal?: NodeJS.Signals; died?: string }) => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      resolveStop(outcome);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    void exited.then((died) => finish({ died }));
+  });
+}
+
+async function run(argv: string[], io: CliIO): Promise<number> {
+  const options = parseOptions(argv);
+  io.stderr('Starting the one-machine cluster (control plane, controllers, node)...\n');
+  let cluster;
+  try {
+    cluster = await startStackCluster({
+      ...options,
+      fallBack: false,
+      log: (line) => io.stderr(`  ${line}\n`),
+    });
+  } catch (error) {
+    const { reason, message } = describeError(error);
+    if (reason !== nodeUnavailableReason) throw error;
+    io.stderr(`bpa cluster: ${message} (bpa control-plane runs the control plane alone)\n`);
+    return 1;
+  }
+  io.stdout(
+    [
+      `bpa cluster: ready in ${(cluster.readyMs / 1000).toFixed(1)} s`,
+      ...describeStackCluster(cluster).map((line) => `  ${line}`),
+      '',
+      `Try: kubectl --kubeconfig ${cluster.kubeconfigPath} get nodes,pods -A -o wide`,
+      `     bpa dev --kubeconfig ${cluster.kubeconfigPath}`,
+      'Ctrl-C stops it.',
+      '',
+    ].join('\n'),
+  );
+  const outcome = await untilStopped(cluster.exited);
+  io.stderr(outcome.died ? `${outcome.died}: stopping\n` : `${outcome.signal}: stopping\n`);
+  await cluster.stop();
+  io.stderr('Stopped.\n');
+  return outcome.died ? 1 : 0;
+}
+
+/** Untyped: it satisfies both the listed-command and the lazily loaded-command shapes of cli/command.ts. */
+export const clusterCommand = {
+  name: 'cluster',
+  summary: 'the one-machine cluster: control plane, controllers and a node running pods, until Ctrl-C',
+  usage,
+  run,
+};

@@ -1,0 +1,125 @@
+import { resolve } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { describeError } from '../../shared/errors.js';
+import { projectCrds, startControlPlane, type ControlPlane } from '../control-plane/index.js';
+import type { NodeNetworkAttachment } from '../lab/lab-network.js';
+import { defaultImageMapFile, startLocalCluster, type LocalCluster } from '../node/index.js';
+
+/**
+ * The cluster `bpa cluster`, `bpa dev` and `bpa demo` run on: the one-machine cluster (etcd,
+ * kube-apiserver, kube-controller-manager, kube-scheduler and the node, local/node/), or with
+ * `node: false` the control plane alone (nothing runs the pods, Jobs or garbage collection).
+ * Where the node cannot run (no root, no namespaces) it falls back to the control plane alone
+ * and says why in `fallback`, one line.
+ */
+export interface StackCluster {
+  kubeConfig: KubeConfig;
+  kubeconfigPath: string;
+  server: string;
+  controlPlane: ControlPlane;
+  /** The node, when it runs. */
+  node?: LocalCluster['node'];
+  /** Where machines of the node's network (the demo's lab hosts) attach; absent without a node. */
+  nodeNetwork?: NodeNetworkAttachment;
+  /** Why the node does not run although it was asked for (one line, from the node's preflight). */
+  fallback?: string;
+  /** Milliseconds from the call to everything ready. */
+  readyMs: number;
+  /** Resolves with a description when any process of the control plane exits. */
+  exited: Promise<string>;
+  stop(): Promise<void>;
+}
+
+export interface StackClusterOptions {
+  /** Run the node (and the controllers). Default true. */
+  node?: boolean;
+  /** Where the admin kubeconfig is written (kept after stop). Default: a temporary file. */
+  kubeconfigOut?: string;
+  /** Progress lines. */
+  log?: (line: string) => void;
+  /**
+   * Where the node cannot run: start the control plane alone and say why in `fallback` (default),
+   * or throw the node's NodeUnavailable error (`bpa cluster`).
+   */
+  fallBack?: boolean;
+  /** Image maps added after the node's own (local/node/images.yaml); later files win. */
+  extraImageMaps?: string[];
+}
+
+/** The reason the node's preflight gives when the machine cannot run it. */
+export const nodeUnavailableReason = 'NodeUnavailable';
+
+export async function startStackCluster(options: StackClusterOptions = {}): Promise<StackCluster> {
+  const started = Date.now();
+  const log = options.log ?? (() => undefined);
+  const common = {
+    crds: projectCrds().inputs,
+    handleSignals: false,
+    ...(options.kubeconfigOut ? { kubeconfigPath: resolve(options.kubeconfigOut) } : {}),
+    log,
+  };
+  let fallback: string | undefined;
+  if (options.node ?? true) {
+    try {
+      const cluster = await startLocalCluster({
+        ...common,
+        node: { imageMapFiles: [defaultImageMapFile(), ...(options.extraImageMaps ?? [])] },
+      });
+      const { controlPlane, node } = cluster;
+      return {
+        kubeConfig: controlPlane.kubeConfig,
+        kubeconfigPath: controlPlane.kubeconfigPath,
+        server: controlPlane.server,
+        controlPlane,
+        node,
+        nodeNetwork: {
+          bridge: node.slot.bridge,
+          subnetPrefix: node.slot.podSubnetPrefix,
+          netnsPrefix: node.slot.netnsPrefix,
+          slotIndex: node.slot.index,
+        },
+        readyMs: Date.now() - started,
+        exited: controlPlane.exited,
+        stop: () => cluster.stop(),
+      };
+    } catch (error) {
+      const { reason, message } = describeError(error);
+      if (reason !== nodeUnavailableReason || options.fallBack === false) throw error;
+      fallback = message;
+    }
+  }
+  const controlPlane = await startControlPlane(common);
+  return {
+    kubeConfig: controlPlane.kubeConfig,
+    kubeconfigPath: controlPlane.kubeconfigPath,
+    server: controlPlane.server,
+    controlPlane,
+    ...(fallback ? { fallback } : {}),
+    readyMs: Date.now() - started,
+    exited: controlPlane.exited,
+    stop: () => controlPlane.stop(),
+  };
+}
+
+/** What runs, one line per part, for banners. */
+export function describeStackCluster(cluster: StackCluster): string[] {
+  const { controlPlane, node } = cluster;
+  const processes = controlPlane.processes;
+  const lines = [
+    `kube-apiserver           ${cluster.server}`,
+    `kubeconfig               ${cluster.kubeconfigPath}`,
+    `etcd                     ${controlPlane.etcdUrl}`,
+  ];
+  if (processes.kubeControllerManager && processes.kubeScheduler)
+    lines.push(
+      `kube-controller-manager  pid ${processes.kubeControllerManager.pid}, log ${processes.kubeControllerManager.logPath}`,
+      `kube-scheduler           pid ${processes.kubeScheduler.pid}, log ${processes.kubeScheduler.logPath}`,
+    );
+  if (node)
+    lines.push(
+      `node                     ${node.name}: pods in ${node.podCidr} (gateway ${node.gateway}), ` +
+        `hostNetwork pods at ${node.nodeIp}, Services in ${controlPlane.serviceClusterIpRange}`,
+    );
+  else lines.push('node                     none: pods stay Pending, no Job runs (control plane alone)');
+  return lines;
+}
