@@ -50,6 +50,7 @@ export class ContainerRunner {
   private stopping = false;
   private wake: (() => void) | undefined;
   private containerID: string | undefined;
+  private probeRuns = 0;
 
   constructor(
     private readonly node: NodeContext,
@@ -204,8 +205,7 @@ export class ContainerRunner {
       argv,
       env,
     };
-    const scriptPath = join(sandbox.podDir, `launch-${this.name}.sh`);
-    const running = startContainerProcess(launch, scriptPath, logPath);
+    const running = startContainerProcess(launch, this.runDir(sandbox, String(attempt)), logPath);
     this.process = running;
     this.containerID = `bpa-node://${pod.metadata?.uid}/${this.name}/${attempt}`;
     const startedAt = kubeTime();
@@ -240,7 +240,7 @@ export class ContainerRunner {
       exec: async (argv: string[], timeoutMs: number) => {
         const probeRun = startContainerProcess(
           { ...launch, argv },
-          join(sandbox.podDir, `probe-${this.name}.sh`),
+          this.runDir(sandbox, `probe-${++this.probeRuns}`),
           join(sandbox.podDir, 'logs', `${this.name}.probe.log`),
         );
         const timer = setTimeout(() => probeRun.signal('SIGKILL'), timeoutMs);
@@ -281,6 +281,11 @@ export class ContainerRunner {
       readiness();
       liveness();
     }
+  }
+
+  /** A run's own directory on tmpfs (its overlay layers and launcher). */
+  private runDir(sandbox: ContainerSandbox, run: string): string {
+    return join(this.node.runsDir, sandbox.pod.metadata?.uid ?? 'pod', this.name, run);
   }
 
   private add(probe: ProbeLoop): void {

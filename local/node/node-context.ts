@@ -12,6 +12,8 @@ export interface NodeContext {
   imageMap: ImageMap;
   /** Parent of each pod's own directory (volumes, logs, launcher scripts). */
   podsDir: string;
+  /** On tmpfs: each container run's overlay layers (an upper layer cannot live on the root file system). */
+  runsDir: string;
   /** Where hostPath volumes are rooted. */
   hostPathRoot: string;
   nodeCapacity: { cpu: string; memory: string };

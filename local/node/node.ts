@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,10 +81,12 @@ export async function startNode(options: NodeOptions): Promise<LocalNode> {
   const slot = options.slot ?? claimSlot();
   const crashCleanup: ChildProcess | undefined = startCrashCleanup(slot);
   const workDir = mkdtempSync(join(tmpdir(), 'bpa-node-'));
+  const runsDir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'bpa-node-runs-'));
   const cleanups: (() => Promise<void> | void)[] = [];
   const killNow = () => {
     sweepSlot(slot);
     rmSync(workDir, { recursive: true, force: true });
+    rmSync(runsDir, { recursive: true, force: true });
   };
   process.on('exit', killNow);
 
@@ -106,6 +108,7 @@ export async function startNode(options: NodeOptions): Promise<LocalNode> {
     releaseSlot(slot);
     crashCleanup?.kill();
     rmSync(workDir, { recursive: true, force: true });
+    rmSync(runsDir, { recursive: true, force: true });
   };
 
   try {
@@ -175,6 +178,7 @@ export async function startNode(options: NodeOptions): Promise<LocalNode> {
       network,
       imageMap,
       podsDir,
+      runsDir,
       hostPathRoot,
       nodeCapacity: capacity,
       serviceEnv: (namespace, links) =>
