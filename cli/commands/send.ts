@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { CloudEvent } from 'cloudevents';
-import { isJsonMediaType, mediaTypeOf } from '../../shared/cloudevents/message.js';
+import { isJsonMediaType, mediaTypeOf } from '../../shared/cloudevents/media-types.js';
 import { postEvent, SinkUnreachableError, type SinkResponse } from '../../shared/cloudevents/sink-client.js';
 import type { CliCommand, CliIO } from '../command.js';
 import { UsageError } from '../command.js';

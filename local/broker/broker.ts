@@ -6,7 +6,7 @@ import { createLogger, type Logger } from '../../shared/log.js';
 import { ConcurrencyLimiter } from './concurrency.js';
 import type { BrokerEvents, DeliveryRecord } from './delivery-record.js';
 import { deliverToTrigger, ttlExtension, type DispatcherDeps, type IngestResult } from './dispatcher.js';
-import type { BrokerEvent } from './event-codec.js';
+import type { RawEvent } from '../../shared/cloudevents/http-codec.js';
 import { createAgents, destroyAgents } from './http-sender.js';
 import { createIngressHandler } from './ingress.js';
 import { loadBrokerConfig, type RefResolver, type ResolvedBroker } from './load-config.js';
@@ -93,7 +93,7 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
   const drained = () =>
     inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => drainWaiters.push(resolve));
 
-  const ingest = (broker: ResolvedBroker, incoming: BrokerEvent, trace: TraceContext): IngestResult => {
+  const ingest = (broker: ResolvedBroker, incoming: RawEvent, trace: TraceContext): IngestResult => {
     const ttl = nextTtl(incoming.attributes[ttlExtension]);
     const type = incoming.attributes.type ?? '';
     if (ttl <= 0) {
@@ -111,7 +111,7 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
       if (name !== ttlExtension) attributes[name] = incoming.attributes[name]!;
     }
     attributes.knativearrivaltime = new Date().toISOString();
-    const event: BrokerEvent = incoming.data ? { attributes, data: incoming.data } : { attributes };
+    const event: RawEvent = incoming.data ? { attributes, data: incoming.data } : { attributes };
     metrics.ingressEvents.series(broker.namespace, broker.name, type, '202').inc();
     for (const trigger of broker.triggers) {
       if (trigger.filter(event) === 'fail') continue;

@@ -6,8 +6,8 @@ import {
   encodeBinary,
   encodeStructured,
   messageEncoding,
-  type BrokerEvent,
-} from './event-codec.js';
+  type RawEvent,
+} from '../../shared/cloudevents/http-codec.js';
 import { postMessage, type Agents, type SendOutcome } from './http-sender.js';
 import type { ResolvedBroker, ResolvedDelivery, ResolvedTrigger } from './load-config.js';
 import type { BrokerMetrics } from './metrics.js';
@@ -34,13 +34,13 @@ export interface DispatcherDeps {
   /** Whether anyone reads delivery records; when nobody does, none are built. */
   recordsWanted: () => boolean;
   /** Re-publishes a reply into a broker (the ingress path without HTTP). */
-  ingest: (broker: ResolvedBroker, event: BrokerEvent, trace: TraceContext) => IngestResult;
+  ingest: (broker: ResolvedBroker, event: RawEvent, trace: TraceContext) => IngestResult;
   ingressUrl: (broker: ResolvedBroker) => string;
 }
 
 /** The result of one attempt, judged by Knative's rules. */
 type AttemptResult =
-  | { ok: true; status: number; reply?: BrokerEvent; replyTrace?: TraceContext }
+  | { ok: true; status: number; reply?: RawEvent; replyTrace?: TraceContext }
   | {
       ok: false;
       /** HTTP status seen, null for connection errors/timeouts. */
@@ -98,7 +98,7 @@ function judge(outcome: SendOutcome): AttemptResult {
   }
 }
 
-function messageFor(event: BrokerEvent, delivery: ResolvedDelivery) {
+function messageFor(event: RawEvent, delivery: ResolvedDelivery) {
   return delivery.format === 'json' ? encodeStructured(event) : encodeBinary(event);
 }
 
@@ -109,12 +109,7 @@ function traceHeaders(trace: TraceContext): Record<string, string> {
 }
 
 /** The dead-lettered event: the message as the broker held it plus the `knativeerror*` extensions. */
-export function deadLetterEvent(
-  event: BrokerEvent,
-  destination: string,
-  code: number,
-  body: Buffer,
-): BrokerEvent {
+export function deadLetterEvent(event: RawEvent, destination: string, code: number, body: Buffer): RawEvent {
   return {
     ...event,
     attributes: {
@@ -168,7 +163,7 @@ function targetUrl(url: string): URL {
 }
 
 /** The event as the broker holds it: with its TTL (what dead-letter sinks and replies get). */
-export function withTtl(event: BrokerEvent, ttl: string | undefined): BrokerEvent {
+export function withTtl(event: RawEvent, ttl: string | undefined): RawEvent {
   if (ttl === undefined) return event;
   const attributes = { ...event.attributes, [ttlExtension]: ttl };
   return event.data ? { attributes, data: event.data } : { attributes };
@@ -185,7 +180,7 @@ export async function deliverToTrigger(
   deps: DispatcherDeps,
   broker: ResolvedBroker,
   trigger: ResolvedTrigger,
-  event: BrokerEvent,
+  event: RawEvent,
   ttl: string | undefined,
   trace: TraceContext,
 ): Promise<void> {
@@ -326,13 +321,13 @@ async function forwardReply(
   deps: DispatcherDeps,
   broker: ResolvedBroker,
   trigger: ResolvedTrigger,
-  original: BrokerEvent,
-  reply: BrokerEvent,
+  original: RawEvent,
+  reply: RawEvent,
   ttl: string | undefined,
   replyTrace: TraceContext,
   record: Omit<DeliveryRecord, 'status' | 'latencyMs' | 'outcome'>,
 ): Promise<void> {
-  const withTtl: BrokerEvent =
+  const withTtl: RawEvent =
     ttl === undefined ? reply : { ...reply, attributes: { ...reply.attributes, [ttlExtension]: ttl } };
   const result = deps.ingest(broker, withTtl, replyTrace);
   if (result.status === 202) return;
@@ -369,7 +364,7 @@ async function forwardReply(
 async function sendToDeadLetterSink(
   deps: DispatcherDeps,
   delivery: ResolvedDelivery,
-  event: BrokerEvent,
+  event: RawEvent,
   trace: TraceContext,
 ): Promise<'sent' | 'none' | string> {
   if (!delivery.deadLetterSinkUrl) return 'none';

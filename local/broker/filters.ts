@@ -1,5 +1,5 @@
 import { invalid } from '../../shared/errors.js';
-import type { BrokerEvent } from './event-codec.js';
+import type { RawEvent } from '../../shared/cloudevents/http-codec.js';
 import type { SubscriptionsApiFilter } from './knative-objects.js';
 
 /**
@@ -7,7 +7,7 @@ import type { SubscriptionsApiFilter } from './knative-objects.js';
  * `fail` stops a delivery (`none` — "this filter had nothing to say" — lets the event through).
  */
 export type FilterResult = 'pass' | 'fail' | 'none';
-export type EventFilter = (event: BrokerEvent) => FilterResult;
+export type EventFilter = (event: RawEvent) => FilterResult;
 
 const coreAttributes = new Set([
   'specversion',
@@ -27,7 +27,7 @@ const coreAttributes = new Set([
  * An attribute's value and whether it is present (`attributes.LookupAttribute`): core attributes
  * are always present (empty string when unset), extensions only when set.
  */
-export function lookupAttribute(event: BrokerEvent, name: string): { value: string; present: boolean } {
+export function lookupAttribute(event: RawEvent, name: string): { value: string; present: boolean } {
   const { attributes } = event;
   if (name === 'schemaurl') return { value: attributes.dataschema ?? '', present: true };
   if (name === 'datamediatype') {

@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import { BpaError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import type { IngestResult } from './dispatcher.js';
-import { decodeHttpEvent, type BrokerEvent } from './event-codec.js';
+import { decodeHttpEvent, type RawEvent } from '../../shared/cloudevents/http-codec.js';
 import type { ResolvedBroker } from './load-config.js';
 import { traceContextFrom, type TraceContext } from './trace-context.js';
 
@@ -12,7 +12,7 @@ export const maxIngressBodyBytes = 10 * 1024 * 1024;
 
 export interface IngressDeps {
   findBroker: (namespace: string, name: string) => ResolvedBroker | undefined;
-  ingest: (broker: ResolvedBroker, event: BrokerEvent, trace: TraceContext) => IngestResult;
+  ingest: (broker: ResolvedBroker, event: RawEvent, trace: TraceContext) => IngestResult;
   registry: Registry;
   countRejected: (namespace: string, name: string, status: number) => void;
   log: Logger;
@@ -121,7 +121,7 @@ export function createIngressHandler(deps: IngressDeps) {
       response.writeHead(413).end();
       return;
     }
-    let event: BrokerEvent;
+    let event: RawEvent;
     try {
       event = decodeHttpEvent(request.headers, body);
     } catch (error) {

@@ -3,7 +3,7 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import { invalid } from '../../shared/errors.js';
 import { createLogger, type Logger } from '../../shared/log.js';
-import type { BrokerEvent } from '../broker/event-codec.js';
+import type { RawEvent } from '../../shared/cloudevents/http-codec.js';
 import { resolveDestination, type RefResolver } from '../broker/load-config.js';
 import { guessPlural } from './plural.js';
 import { ResourceWatcher, type KubeObject, type WatchEventType } from './resource-watcher.js';
@@ -68,7 +68,7 @@ export function makeApiServerEvent(
   verb: 'add' | 'update' | 'delete',
   object: KubeObject,
   extensions: Record<string, string> = {},
-): BrokerEvent {
+): RawEvent {
   const apiVersion = object.apiVersion ?? '';
   const kind = object.kind ?? '';
   const name = object.metadata?.name ?? '';

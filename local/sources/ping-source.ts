@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { invalid } from '../../shared/errors.js';
 import { createLogger, type Logger } from '../../shared/log.js';
-import type { BrokerEvent } from '../broker/event-codec.js';
+import type { RawEvent } from '../../shared/cloudevents/http-codec.js';
 import { resolveDestination, type RefResolver } from '../broker/load-config.js';
 import { cronMatches, parseCron, type CronSchedule } from './cron.js';
 import { SinkSender, type SendResult } from './sink-sender.js';
@@ -37,7 +37,7 @@ export interface RunningPingSources {
 }
 
 /** The event a PingSource sends: type, source, optional content type and data. */
-export function makePingEvent(source: PingSourceObject, namespace: string, time = new Date()): BrokerEvent {
+export function makePingEvent(source: PingSourceObject, namespace: string, time = new Date()): RawEvent {
   const { spec } = source;
   const attributes: Record<string, string> = {
     specversion: '1.0',

@@ -1,4 +1,4 @@
-import { encodeBinary, type BrokerEvent } from '../broker/event-codec.js';
+import { encodeBinary, type RawEvent } from '../../shared/cloudevents/http-codec.js';
 import { createAgents, destroyAgents, postMessage, type Agents } from '../broker/http-sender.js';
 import { sleep } from '../broker/concurrency.js';
 
@@ -24,7 +24,7 @@ export class SinkSender {
   private readonly agents: Agents = createAgents(32);
   private readonly shutdown = new AbortController();
 
-  async send(sinkUrl: string, event: BrokerEvent): Promise<SendResult> {
+  async send(sinkUrl: string, event: RawEvent): Promise<SendResult> {
     const message = encodeBinary(event);
     const target = new URL(sinkUrl);
     let last: SendResult = { ok: false, status: null, attempts: 0 };

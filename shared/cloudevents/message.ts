@@ -1,5 +1,6 @@
 import { CloudEvent, HTTP, ValidationError } from 'cloudevents';
 import { describeError } from '../errors.js';
+import { isJsonMediaType, mediaTypeOf } from './media-types.js';
 
 /**
  * CloudEvents over HTTP, both directions, strictly.
@@ -19,21 +20,6 @@ export type ParsedMessage =
   | { ok: false; reason: string; message: string };
 
 const requiredAttributes = ['id', 'source', 'type', 'specversion'] as const;
-
-/** Media type without parameters, lower case ('' when absent). */
-export function mediaTypeOf(contentType: string | undefined): string {
-  return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-}
-
-/** Whether a datacontenttype means JSON data. Absent means JSON (the spec's default). */
-export function isJsonMediaType(mediaType: string): boolean {
-  return (
-    mediaType === '' ||
-    mediaType === 'application/json' ||
-    mediaType === 'text/json' ||
-    mediaType.endsWith('+json')
-  );
-}
 
 function header(headers: HeaderRecord, name: string): string | undefined {
   const value = headers[name];

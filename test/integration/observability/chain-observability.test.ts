@@ -25,7 +25,7 @@ import {
   KubernetesObjectApi,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { encodeBinary } from '../../../local/broker/event-codec.js';
+import { encodeBinary } from '../../../shared/cloudevents/http-codec.js';
 import { applyObject } from '../../../local/control-plane/apply.js';
 import { freeLoopbackPort } from '../../../local/control-plane/free-port.js';
 import {

@@ -2,7 +2,7 @@ import { CloudEvent, HTTP } from 'cloudevents';
 import { silentLogger } from '../../../shared/log.js';
 import { startBroker, type DeliveryRecord } from '../../../local/broker/index.js';
 import { compileTriggerFilter } from '../../../local/broker/filters.js';
-import type { BrokerEvent } from '../../../local/broker/event-codec.js';
+import type { RawEvent } from '../../../shared/cloudevents/http-codec.js';
 import {
   brokerObject,
   postEvent,
@@ -273,7 +273,7 @@ describe('filters through the broker', () => {
 });
 
 describe('filter semantics (three-valued, as pkg/eventfilter)', () => {
-  const event = (attributes: Record<string, string>): BrokerEvent => ({
+  const event = (attributes: Record<string, string>): RawEvent => ({
     attributes: { specversion: '1.0', id: '1', source: '/s', type: 't', ...attributes },
   });
 

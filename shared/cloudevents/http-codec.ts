@@ -1,11 +1,18 @@
-import { invalid } from '../../shared/errors.js';
+import { invalid } from '../errors.js';
+import { isJsonMediaType, mediaTypeOf } from './media-types.js';
 
 /**
- * The broker's own view of a CloudEvent: attributes in their canonical string form (exactly what
- * a binary-mode `ce-` header carries) and the data as raw bytes. Keeping bytes, not parsed JSON,
- * means an event leaves the broker with the payload its producer wrote.
+ * The CloudEvents HTTP binding at the byte level: binary and structured mode in and out, with no
+ * SDK object in between. The broker, the local sources and the sink senders move events with it
+ * (a hop costs a header map and a buffer, and an event leaves with the payload its producer
+ * wrote); the function server's strict SDK adapter (message.ts) shares its media types.
  */
-export interface BrokerEvent {
+
+/**
+ * A CloudEvent as it travels: attributes in their canonical string form (exactly what a
+ * binary-mode `ce-` header carries) and the data as raw bytes.
+ */
+export interface RawEvent {
   /** Context attributes and extensions, including `datacontenttype` when set. */
   attributes: Record<string, string>;
   /** Data in the encoding named by `datacontenttype`; undefined when the event has no data. */
@@ -32,9 +39,9 @@ export function messageEncoding(headers: HeaderBag): MessageEncoding {
 }
 
 /** Parses a binary- or structured-mode HTTP message and validates it; throws BpaError InvalidCloudEvent. */
-export function decodeHttpEvent(headers: HeaderBag, body: Buffer): BrokerEvent {
+export function decodeHttpEvent(headers: HeaderBag, body: Buffer): RawEvent {
   const encoding = messageEncoding(headers);
-  let event: BrokerEvent;
+  let event: RawEvent;
   if (encoding === 'binary') event = decodeBinary(headers, body);
   else if (encoding === 'structured') event = decodeStructured(body);
   else if (encoding === 'batch') throw invalid('InvalidCloudEvent', 'batched CloudEvents are not accepted');
@@ -47,7 +54,7 @@ export function decodeHttpEvent(headers: HeaderBag, body: Buffer): BrokerEvent {
   return event;
 }
 
-function decodeBinary(headers: HeaderBag, body: Buffer): BrokerEvent {
+function decodeBinary(headers: HeaderBag, body: Buffer): RawEvent {
   const attributes: Record<string, string> = {};
   for (const [name, raw] of Object.entries(headers)) {
     if (raw === undefined || !name.startsWith('ce-')) continue;
@@ -59,7 +66,7 @@ function decodeBinary(headers: HeaderBag, body: Buffer): BrokerEvent {
   return body.length > 0 ? { attributes, data: body } : { attributes };
 }
 
-function decodeStructured(body: Buffer): BrokerEvent {
+function decodeStructured(body: Buffer): RawEvent {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
@@ -92,16 +99,13 @@ function decodeStructured(body: Buffer): BrokerEvent {
 }
 
 /** `application/json`, `text/json` or any `+json` suffix, parameters ignored. */
-export function isJsonContentType(contentType: string): boolean {
-  const media = contentType.split(';')[0]!.trim().toLowerCase();
-  return media === 'application/json' || media === 'text/json' || media.endsWith('+json');
-}
+const isJsonContentType = (contentType: string) => isJsonMediaType(mediaTypeOf(contentType));
 
 const attributeName = /^[a-z0-9]+$/;
 const rfc3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** CloudEvents 1.0 validation (what the Go SDK's `event.Validate()` checks). */
-export function validateEvent(event: BrokerEvent): void {
+export function validateEvent(event: RawEvent): void {
   const { attributes } = event;
   const problems: string[] = [];
   if (attributes.specversion !== '1.0')
@@ -125,7 +129,7 @@ export function validateEvent(event: BrokerEvent): void {
 }
 
 /** Binary-mode HTTP message for an event: `ce-` headers, Content-Type, raw data. */
-export function encodeBinary(event: BrokerEvent): { headers: Record<string, string>; body: Buffer } {
+export function encodeBinary(event: RawEvent): { headers: Record<string, string>; body: Buffer } {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(event.attributes)) {
     if (name === 'datacontenttype') continue;
@@ -137,7 +141,7 @@ export function encodeBinary(event: BrokerEvent): { headers: Record<string, stri
 }
 
 /** Structured-mode (JSON) HTTP message for an event (Trigger `delivery.format: json`). */
-export function encodeStructured(event: BrokerEvent): { headers: Record<string, string>; body: Buffer } {
+export function encodeStructured(event: RawEvent): { headers: Record<string, string>; body: Buffer } {
   const document: Record<string, unknown> = { ...event.attributes };
   if (event.data) {
     const contentType = event.attributes.datacontenttype;
