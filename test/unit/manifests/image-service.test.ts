@@ -25,6 +25,8 @@ describe('components/image-service', () => {
       [
         'ClusterRole/bpa-functions:image-upload',
         'ClusterRole/bpa-functions:image-verify',
+        'ClusterRole/bpa-functions:images-edit',
+        'ClusterRole/bpa-functions:images-view',
         'ClusterRoleBinding/bpa-functions:image-upload',
         'ClusterRoleBinding/bpa-functions:image-upload-auth-delegator',
         'ClusterRoleBinding/bpa-functions:image-verify',
