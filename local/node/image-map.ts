@@ -65,9 +65,13 @@ export function lookupImage(map: ImageMap, image: string): ImageEntry | undefine
   if (direct) return direct;
   const withTag = image.includes(':') || image.includes('@') ? image : `${image}:latest`;
   const candidates = [withTag];
-  if (!withTag.split('/')[0]?.includes('.')) {
-    candidates.push(withTag.includes('/') ? `docker.io/${withTag}` : `docker.io/library/${withTag}`);
-  }
+  // Docker's rule: the first path component names a registry only when a `/` follows it and it
+  // has a `.` or `:` or is localhost.
+  const [first = '', ...rest] = withTag.split('/');
+  const hasRegistry =
+    rest.length > 0 && (first.includes('.') || first.includes(':') || first === 'localhost');
+  if (!hasRegistry)
+    candidates.push(rest.length > 0 ? `docker.io/${withTag}` : `docker.io/library/${withTag}`);
   return candidates.map((candidate) => map.get(candidate)).find(Boolean);
 }
 
