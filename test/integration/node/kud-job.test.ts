@@ -1,0 +1,264 @@
+/**
+ * The KUD Job on the one-machine cluster, end to end: the embedded stack's functions launch it,
+ * Kubernetes' own Job controller and garbage collector (kube-controller-manager) run it and
+ * clean up after it, and the node (OUR IMITATION of a kubelet: pods are local processes) runs its
+ * container, whose image maps to the KUD installer STAND-IN (local/kud-stand-in: real Ansible reads
+ * the inventory and pings every host; it installs nothing). The hosts are real OpenSSH sshd daemons
+ * in network namespaces on the node's network (local/lab): two answer, one accepts connections and
+ * never answers, and one address has nothing behind it. Nothing patches a Job's status here.
+ * Starts its own cluster (its own slot), so it never disturbs the shared suites. Needs root.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  type KubernetesObject,
+  type V1Job,
+} from '@kubernetes/client-node';
+import {
+  applyObject,
+  createNamespace,
+  freeLoopbackPort,
+  isStatus,
+  uniqueNamespaceName,
+  waitFor,
+} from '../../../local/control-plane/index.js';
+import { applyLabBareMetalHosts } from '../../../local/lab/bare-metal-hosts.js';
+import type { LabHost } from '../../../local/lab/lab-definition.js';
+import { createLabNetwork, type LabNetwork } from '../../../local/lab/lab-network.js';
+import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
+import { startSshHosts, type SshHosts } from '../../../local/lab/openssh-hosts.js';
+import { startStack, type Stack } from '../../../local/stack.js';
+import { startStackCluster, type StackCluster } from '../../../local/stack/cluster.js';
+
+const run = promisify(execFile);
+/** Long enough for the stand-in's Ansible run on a busy machine, short enough to wait for. */
+const deadlineSeconds = 40;
+const jobFailedMessage = (cluster: string) =>
+  `Job Failed, KUD not installed in Cluster ${cluster}, check pod logs`;
+
+let cluster: StackCluster;
+let network: LabNetwork;
+let sshd: SshHosts;
+let stack: Stack;
+let dir: string;
+let namespace: string;
+let cacheDir: string;
+
+/** answering-1 and answering-2 answer; silent-1 never does; nowhere-1 is an address with no host. */
+let hosts: Record<'answering1' | 'answering2' | 'silent' | 'nowhere', LabHost>;
+
+const host = (label: string, mac: string, ip: string, role: LabHost['role']): LabHost => ({
+  label,
+  role,
+  bmhName: `server-${label}`,
+  mac,
+  ip,
+  inLeaseFile: true,
+});
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'bpa-kud-node-'));
+  cacheDir = join(dir, 'kubectl-cache');
+  cluster = await startStackCluster({ fallBack: false });
+  network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253]);
+  const [a, b, c] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
+  sshd = await startSshHosts({
+    count: 3,
+    addresses: [a.ip, b.ip, c.ip],
+    netns: [a.netns, b.netns, c.netns],
+    port: 22,
+    username: 'root',
+    behaviours: [{ kind: 'lab' }, { kind: 'lab' }, { kind: 'hang', seconds: 600 }],
+  });
+  const prefix = cluster.nodeNetwork!.subnetPrefix;
+  hosts = {
+    answering1: host('answering-1', '52:54:00:4b:00:01', a.ip, 'master'),
+    answering2: host('answering-2', '52:54:00:4b:00:02', b.ip, 'worker'),
+    silent: host('silent-1', '52:54:00:4b:00:03', c.ip, 'master'),
+    nowhere: host('nowhere-1', '52:54:00:4b:00:04', `${prefix}.250`, 'worker'),
+  };
+  const leases = join(dir, 'dhcpd.leases');
+  await writeFile(leases, renderIscLeaseFile(Object.values(hosts)));
+  const kubeConfig = cluster.kubeConfig;
+  namespace = await createNamespace(kubeConfig, uniqueNamespaceName('kud-node'));
+  await applyLabBareMetalHosts(kubeConfig, Object.values(hosts), namespace);
+  await applyObject(KubernetesObjectApi.makeApiClient(kubeConfig), {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'ssh-key-secret', namespace },
+    stringData: { id_rsa: sshd.privateKey, 'id_rsa.pub': sshd.publicKey },
+  } as KubernetesObject);
+  stack = await startStack({
+    kubeconfig: cluster.kubeconfigPath,
+    port: await freeLoopbackPort(),
+    log: () => undefined,
+    logFile: join(dir, 'stack.log'),
+    functionsEnv: {
+      LEASES_SOURCE: leases,
+      BMH_NAMESPACE: namespace,
+      SWEEP_NAMESPACES: namespace,
+      KUD_ACTIVE_DEADLINE_SECONDS: String(deadlineSeconds),
+    },
+  });
+}, 300_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await sshd?.stopAll();
+  await network?.remove();
+  await cluster?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+}, 120_000);
+
+type Conditioned = KubernetesObject & {
+  status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+};
+
+function provisioning(name: string, masters: LabHost[], workers: LabHost[]): KubernetesObject {
+  const entry = (h: LabHost) => ({ [h.label]: { 'mac-address': h.mac } });
+  return {
+    apiVersion: 'bpa.akraino.org/v1alpha1',
+    kind: 'Provisioning',
+    metadata: { name, namespace, labels: { cluster: name } },
+    spec: { masters: masters.map(entry), ...(workers.length ? { workers: workers.map(entry) } : {}) },
+  } as KubernetesObject;
+}
+
+const readProvisioning = async (name: string) =>
+  (await cluster.kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+    group: 'bpa.akraino.org',
+    version: 'v1alpha1',
+    plural: 'provisionings',
+    namespace,
+    name,
+  })) as Conditioned;
+
+const conditionOf = (object: Conditioned, type: string) =>
+  object.status?.conditions?.find((c) => c.type === type);
+
+/** Waits for the Provisioning's KudInstalled to be decided (True or False) and returns it. */
+async function kudInstalled(name: string) {
+  return waitFor(
+    async () => {
+      const found = conditionOf(await readProvisioning(name), 'KudInstalled');
+      return found && found.status !== 'Unknown' ? found : undefined;
+    },
+    { what: `KudInstalled of ${name} decided`, timeoutMs: 240_000, intervalMs: 500 },
+  );
+}
+
+const readJob = (cluster_: string): Promise<V1Job> =>
+  cluster.kubeConfig.makeApiClient(BatchV1Api).readNamespacedJob({ name: `kud-${cluster_}`, namespace });
+const jobCondition = (job: V1Job, type: string) =>
+  job.status?.conditions?.find((c) => c.type === type && c.status === 'True');
+
+const kubectl = async (...args: string[]) =>
+  (
+    await run(
+      'kubectl',
+      ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', cacheDir, '-n', namespace, ...args],
+      { timeout: 60_000 },
+    )
+  ).stdout;
+
+const apply = (object: KubernetesObject) =>
+  applyObject(KubernetesObjectApi.makeApiClient(cluster.kubeConfig), object as never);
+
+describe('the KUD Job on the node', () => {
+  it('exit 0 (every host answers): the Job controller marks it Complete and the Provisioning is Ready', async () => {
+    await apply(provisioning('reachable', [hosts.answering1], [hosts.answering2]));
+    const installed = await kudInstalled('reachable');
+    expect(installed).toMatchObject({ status: 'True' });
+    const job = await readJob('reachable');
+    expect(jobCondition(job, 'Complete')).toMatchObject({ reason: 'CompletionsReached' });
+    expect(job.status?.succeeded).toBe(1);
+    expect(conditionOf(await readProvisioning('reachable'), 'Ready')).toMatchObject({ status: 'True' });
+    // The pod really ran on the node, and its log is the stand-in's (through the node's log endpoint).
+    const logs = await kubectl('logs', 'job/kud-reachable');
+    expect(logs).toContain('[kud-installer stand-in] all 2 host(s) answered');
+    expect(logs).toMatch(/answering-2 \| SUCCESS/);
+    expect(
+      await kubectl(
+        'get',
+        'pods',
+        '-l',
+        'job-name=kud-reachable',
+        '-o',
+        'jsonpath={.items[0].spec.nodeName}',
+      ),
+    ).toBe(cluster.node!.name);
+  }, 300_000);
+
+  it('exit 1 (a host does not answer): Failed with BackoffLimitExceeded, the contract message, and kubectl logs shows why', async () => {
+    await apply(provisioning('unreachable', [hosts.answering1], [hosts.nowhere]));
+    const installed = await kudInstalled('unreachable');
+    expect(installed).toMatchObject({ status: 'False', message: jobFailedMessage('unreachable') });
+    const job = await readJob('unreachable');
+    expect(jobCondition(job, 'Failed')).toMatchObject({ reason: 'BackoffLimitExceeded' });
+    expect(job.status?.failed).toBe(1);
+    const logs = await kubectl('logs', 'job/kud-unreachable');
+    expect(logs).toContain('[kud-installer stand-in] FAILED: host(s) did not answer over SSH: nowhere-1');
+    expect(logs).toMatch(/nowhere-1 \| UNREACHABLE!/);
+    const pod = JSON.parse(await kubectl('get', 'pods', '-l', 'job-name=kud-unreachable', '-o', 'json')) as {
+      items: { status: { containerStatuses: { state: { terminated?: { exitCode: number } } }[] } }[];
+    };
+    expect(pod.items[0]?.status.containerStatuses[0]?.state.terminated?.exitCode).toBe(1);
+  }, 300_000);
+
+  it('overrunning its deadline (a host that never answers): Failed with DeadlineExceeded, and the Provisioning says so', async () => {
+    await apply(provisioning('silent', [hosts.silent], []));
+    const installed = await kudInstalled('silent');
+    const job = await readJob('silent');
+    expect(jobCondition(job, 'Failed')).toMatchObject({ reason: 'DeadlineExceeded' });
+    expect(job.spec?.activeDeadlineSeconds).toBe(deadlineSeconds);
+    // Contract section 6 gives every failure one message; section 10 (being wired into the launcher
+    // by another change) names the deadline instead. Either is the contract's word for it.
+    expect(installed.status).toBe('False');
+    expect(
+      installed.message === jobFailedMessage('silent') || installed.reason === 'JobDeadlineExceeded',
+    ).toBe(true);
+    expect(conditionOf(await readProvisioning('silent'), 'Ready')).toMatchObject({ status: 'False' });
+  }, 300_000);
+
+  it('deleting a Provisioning removes its Job, the Job’s pods and its ConfigMaps through the garbage collector', async () => {
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    const owned = async () => ({
+      job: await readJob('reachable').then(
+        () => true,
+        (error: unknown) => (isStatus(error, 404) ? false : Promise.reject(error)),
+      ),
+      pods: (await core.listNamespacedPod({ namespace, labelSelector: 'job-name=kud-reachable' })).items
+        .length,
+      configMaps: (
+        await core.listNamespacedConfigMap({ namespace, labelSelector: 'cluster=reachable' })
+      ).items.map((c) => c.metadata?.name),
+    });
+    // What the Provisioning owns, before.
+    expect(await owned()).toMatchObject({ job: true, pods: 1 });
+    expect((await owned()).configMaps.sort()).toEqual(['reachable-configmap', 'reachable-inventory']);
+
+    await cluster.kubeConfig.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject({
+      group: 'bpa.akraino.org',
+      version: 'v1alpha1',
+      plural: 'provisionings',
+      namespace,
+      name: 'reachable',
+    });
+    await waitFor(
+      async () => {
+        const left = await owned();
+        return !left.job && left.pods === 0 && left.configMaps.length === 0 ? true : undefined;
+      },
+      { what: 'the Job, its pods and the ConfigMaps of reachable gone', timeoutMs: 180_000, intervalMs: 500 },
+    );
+    // The other clusters' objects are untouched.
+    expect((await readJob('unreachable')).metadata?.name).toBe('kud-unreachable');
+  }, 300_000);
+});
