@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { CliCommand, CliIO } from '../command.js';
 import { UsageError } from '../command.js';
+import { startLocalImageService, type LocalImageService } from '../../local/image-service.js';
 import { startStack, type Stack, type StackOptions } from '../../local/stack.js';
 import { describeStackCluster, startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
 import { stackBanner } from '../../local/stack/banner.js';
@@ -11,7 +12,7 @@ import { createLogger } from '../../shared/log.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describeError } from '../../shared/errors.js';
 
-const usage = `Usage: bpa dev [--kubeconfig FILE | --no-node] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay]
+const usage = `Usage: bpa dev [--kubeconfig FILE | --no-node] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay] [--images]
        bpa dev --live-view-only [--kubeconfig FILE] [--host ADDR] [--port N]
 
 Runs the functions on this machine, driven by the same Broker, Triggers, ApiServerSources and
@@ -32,6 +33,9 @@ Options:
                          the live view takes the next free port
   --leases FILE          ISC dhcpd or dnsmasq lease file for host-lookup (LEASES_SOURCE)
   --replay               announce objects that already exist (Knative's source never does)
+  --images               also start the image service (docs/images.md): a local S3 server
+                         (versitygw; built once by engines/build.sh s3), uploads (tus and the
+                         BPA REST agent's routes), image-verify and downloads; prints the URLs
   --live-view-only       serve only the live view, for a real cluster: resources from the
                          kubeconfig's API, events POSTed by the cluster's broker to
                          <live view>/api/cloudevents (a Trigger with an empty filter; see
@@ -48,7 +52,7 @@ Try it:
   kubectl --kubeconfig <printed path> get provisionings -A -w
 `;
 
-type DevOptions = Omit<StackOptions, 'log'> & { liveViewOnly: boolean; node: boolean };
+type DevOptions = Omit<StackOptions, 'log'> & { liveViewOnly: boolean; node: boolean; images: boolean };
 
 function parseOptions(argv: string[]): DevOptions {
   let values;
@@ -66,6 +70,7 @@ function parseOptions(argv: string[]): DevOptions {
         'live-view-only': { type: 'boolean' },
         host: { type: 'string' },
         'no-node': { type: 'boolean' },
+        images: { type: 'boolean' },
       },
     }));
   } catch (error) {
@@ -93,6 +98,7 @@ function parseOptions(argv: string[]): DevOptions {
     ...(values.host ? { host: values.host } : {}),
     liveViewOnly: values['live-view-only'] ?? false,
     node: !values['no-node'],
+    images: values.images ?? false,
   };
 }
 
@@ -151,7 +157,8 @@ export const devCommand: CliCommand = {
     const stopped = untilStopSignal(io);
     if (options.liveViewOnly) return runLiveViewOnly(options, io, stopped);
     const say = (line: string) => io.stdout(`${line}\n`);
-    const { node, kubeconfigOut, ...stackOptions } = options;
+    const { node, kubeconfigOut, images: withImages, ...stackOptions } = options;
+    let images: LocalImageService | undefined;
     let cluster: StackCluster | undefined;
     const starting = (async () => {
       if (!stackOptions.kubeconfig) {
@@ -169,6 +176,7 @@ export const devCommand: CliCommand = {
       });
     })();
     const stopAll = async (stack?: Stack) => {
+      await images?.stop().catch(() => undefined);
       await stack?.stop().catch(() => undefined);
       await cluster?.stop();
     };
@@ -179,6 +187,26 @@ export const devCommand: CliCommand = {
       return 130;
     }
     io.stdout(stackBanner(stack));
+    if (withImages) {
+      say('bpa dev: starting the image service');
+      try {
+        images = await startLocalImageService({
+          kubeConfig: stack.kubeConfig,
+          forwardTo: stack.ingressUrl,
+          ...(stackOptions.host ? { host: stackOptions.host } : {}),
+          log: createLogger({ level: 'warn', sink: (line) => io.stderr(`${line}\n`) }),
+        });
+      } catch (error) {
+        await stopAll(stack);
+        throw error;
+      }
+      say(
+        `  upload (tus)      ${images.uploadUrl}   (Authorization: Bearer <token>; metadata owner, cluster, type, name)`,
+      );
+      say(`  REST agent routes ${images.legacyUrl}/<owner>/<cluster>/{binary,container,os}_images`);
+      say(`  downloads         ${images.downloadUrl}/<namespace>/<Image name>`);
+      say(`  S3 store          ${images.store.endpoint} bucket ${images.store.bucket}`);
+    }
     say(`ready: apply resources with kubectl --kubeconfig ${stack.kubeconfigPath}; Ctrl-C stops`);
     const signal = await stopped;
     say(`bpa dev: ${signal}, stopping…`);
