@@ -1,6 +1,11 @@
 import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
-import { type ConditionWriteResult, type GenerationRef, writeConditions } from './condition-writer.js';
+import {
+  writeConditions,
+  type ConditionChange,
+  type ConditionWriteResult,
+  type GenerationRef,
+} from './condition-writer.js';
 import { conditionFor, isTrueFor, type ConditionStatus } from './conditions.js';
 import type { StatusTarget } from './status-writer.js';
 import { recordEvent } from './events.js';
@@ -48,12 +53,11 @@ export async function reportFailure(
   log?: Logger,
 ): Promise<ConditionWriteResult> {
   const { step, reason, message } = report;
-  const result = await writeConditions(clients, report.target, report.ref, {
+  return writeStep(clients, report, 'Warning', log, {
     conditions: [
       { type: step, status: 'False', reason, message },
       { type: 'Ready', status: 'False', reason, message },
     ],
-    fields: report.fields,
     alreadyDone: (conditions) => {
       const current = conditionFor(conditions, step, report.ref.generation);
       const ready = conditionFor(conditions, 'Ready', report.ref.generation);
@@ -66,13 +70,6 @@ export async function reportFailure(
       );
     },
   });
-  if (result.outcome === 'written')
-    await recordEvent(
-      clients,
-      { object: report.object, type: 'Warning', reason, message, component: report.component },
-      log,
-    );
-  return result;
 }
 
 export interface Success {
@@ -107,18 +104,37 @@ export async function completeStep(
   log?: Logger,
 ): Promise<ConditionWriteResult> {
   const { step, reason, message, ready } = report;
-  const result = await writeConditions(clients, report.target, report.ref, {
+  return writeStep(clients, report, 'Normal', log, {
     conditions: [
       { type: step, status: 'True', reason, message },
       { type: 'Ready', ...ready },
     ],
-    fields: report.fields,
     alreadyDone: report.alreadyDone ?? ((conditions) => isTrueFor(conditions, step, report.ref.generation)),
+  });
+}
+
+/** Both endings: the conditions (and fields) for the generation, then the Event when they were written. */
+async function writeStep(
+  clients: KubeClients,
+  report: StepTarget & { reason: string; message: string },
+  eventType: 'Normal' | 'Warning',
+  log: Logger | undefined,
+  change: Omit<ConditionChange, 'fields'>,
+): Promise<ConditionWriteResult> {
+  const result = await writeConditions(clients, report.target, report.ref, {
+    ...change,
+    fields: report.fields,
   });
   if (result.outcome === 'written')
     await recordEvent(
       clients,
-      { object: report.object, type: 'Normal', reason, message, component: report.component },
+      {
+        object: report.object,
+        type: eventType,
+        reason: report.reason,
+        message: report.message,
+        component: report.component,
+      },
       log,
     );
   return result;
