@@ -27,6 +27,7 @@ import { softwareInstallMetrics } from './metrics.js';
 import { SoftwareCondition, functionName, softwareRef, softwareTarget } from './software-status.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { announce, needsInstall, sweep } from './sweep.js';
 
 /**
@@ -77,7 +78,15 @@ function installRecordingFaults(
   );
 }
 
-/** Every Software of the cluster in its namespace that still needs installing, one after another. */
+const installedForGeneration = (item: StoredObject) =>
+  conditionFor(conditionsOf(item), SoftwareCondition.installed, item.metadata.generation ?? 0)?.status ===
+  'True';
+
+/**
+ * Every Software of the cluster in its namespace that still needs installing, or that was
+ * installed before the cluster changed (installSoftware installs again where nodes joined),
+ * one after another.
+ */
 async function onClusterReady(
   context: FunctionContext<SoftwareInstallConfig>,
   data: ClusterReadyData,
@@ -88,7 +97,9 @@ async function onClusterReady(
       namespace: data.provisioning.namespace,
       labelSelector: `cluster=${data.cluster}`,
     })
-  ).filter((item) => needsInstall(item));
+  )
+    // Installed ones too: a re-provisioned cluster may have nodes that do not have the packages.
+    .filter((item) => needsInstall(item) || installedForGeneration(item));
   context.log.info('cluster ready', { cluster: data.cluster, softwares: waiting.length });
   const events: CloudEvent<unknown>[] = [];
   for (const item of waiting) {

@@ -14,7 +14,10 @@ import { replaceStatus } from '../../shared/k8s/status-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
+import { forgetHostKeys, pendingForget, pendingRetry } from './annotations.js';
+import { clusterGate } from './cluster-gate.js';
 import { clusterNodesFrom, findClusterConfigMap, type ClusterNode } from './cluster-nodes.js';
+import { installedNodesOf, nodesNotInstalled } from './install-job/run.js';
 import type { SoftwareInstallConfig } from './config.js';
 import { hostKeyVerification } from './host-keys.js';
 import { hostInstalls, sshCommandDuration, sshConnectDuration } from './metrics.js';
@@ -48,12 +51,18 @@ const errorTailLines = 5;
 export async function installSoftware(
   context: FunctionContext<SoftwareInstallConfig>,
   clients: KubeClients,
-  live: StoredObject,
+  stored: StoredObject,
 ): Promise<InstallOutcome> {
-  const ref = softwareRef(live);
+  let live = stored;
+  let ref = softwareRef(live);
   const installed = conditionFor(conditionsOf(live), SoftwareCondition.installed, ref.generation);
-  if (installed?.status === 'True') return { kind: 'skipped' };
-  if (installed?.status === 'False' && !retriedBySweep(installed.reason)) return { kind: 'skipped' };
+  const retry = pendingRetry(live);
+  const forget = pendingForget(live);
+  const requested = retry !== undefined || forget !== undefined;
+  // Installed for this generation: again only when asked, or when nodes joined (checked below).
+  const wasInstalled = installed?.status === 'True';
+  if (installed?.status === 'False' && !retriedBySweep(installed.reason) && !requested)
+    return { kind: 'skipped' };
   if (activeClaim(live, ref.generation)) return { kind: 'skipped' };
   const log = context.log.child({ software: `${ref.namespace}/${ref.name}` });
 
@@ -78,11 +87,31 @@ export async function installSoftware(
 
   const cluster = software.metadata.labels.cluster;
   const configMap = await findClusterConfigMap(clients, ref.namespace, cluster);
+  // Installed already and the cluster is being re-provisioned: cluster.ready brings it back here.
   if (!configMap) {
+    if (wasInstalled && !requested) return { kind: 'skipped' };
     await waitForCluster(context, clients, live, cluster);
     return { kind: 'waiting' };
   }
+  const gate = await clusterGate(clients, ref.namespace, cluster, configMap);
+  if (!gate.open) {
+    if (wasInstalled && !requested) return { kind: 'skipped' };
+    await waitForCluster(context, clients, live, cluster, gate.message);
+    return { kind: 'waiting' };
+  }
   const nodes = clusterNodesFrom(configMap.data ?? {});
+  const joined = nodesNotInstalled(installedNodesOf(live), nodes);
+  if (wasInstalled && !requested && joined.length === 0) return { kind: 'skipped' };
+  if (wasInstalled && joined.length > 0)
+    log.info('nodes joined the cluster since the install; installing again', {
+      nodes: joined.map((n) => `${n.label} (${n.ip})`),
+    });
+  if (forget) {
+    const stored = await forgetHostKeys(clients, live, cluster, forget, log);
+    if (!stored) return { kind: 'skipped' };
+    live = stored;
+    ref = softwareRef(live);
+  }
 
   const secretName = context.config.SSH_KEY_SECRET;
   const secret = await readOrUndefined(`read Secret ${ref.namespace}/${secretName}`, () =>
@@ -104,8 +133,8 @@ export async function installSoftware(
     roles: node.roles,
     packages: packagesForRoles(node.roles, softwareLists(software)),
   }));
-  const plans = planInstall(targets, context.config.SSH_USER);
-  const claimed = await claim(context, clients, live, plans.length);
+  const plans = planInstall(targets, context.config.SSH_USER, context.config.APT_LOCK_TIMEOUT_SECONDS);
+  const claimed = await claim(context, clients, live, plans.length, retry);
   if (!claimed) {
     log.info('another instance is installing this generation');
     return { kind: 'skipped' };
@@ -155,9 +184,12 @@ async function waitForCluster(
   clients: KubeClients,
   live: StoredObject,
   cluster: string,
+  why?: string,
 ) {
   const ref = softwareRef(live);
-  const message = `Waiting for cluster ${cluster}: its ConfigMap ${clusterConfigMapName(cluster)} (label cluster=${cluster}) does not exist yet; the install starts when the cluster is ready`;
+  const message =
+    why ??
+    `Waiting for cluster ${cluster}: its ConfigMap ${clusterConfigMapName(cluster)} (label cluster=${cluster}) does not exist yet; the install starts when the cluster is ready`;
   const result = await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
     conditions: [
       { type: SoftwareCondition.installed, status: 'Unknown', reason: Reason.ClusterNotReady, message },
@@ -190,6 +222,7 @@ async function claim(
   clients: KubeClients,
   live: StoredObject,
   hostCount: number,
+  retry?: string,
 ): Promise<StoredObject | undefined> {
   const ref = softwareRef(live);
   const target = softwareTarget(ref.namespace, ref.name);
@@ -213,6 +246,8 @@ async function claim(
     const status = {
       ...current.status,
       conditions,
+      // The retry value this run answers: the same value does not re-run it again.
+      ...(retry !== undefined ? { retry } : {}),
       claim: {
         generation: ref.generation,
         holder: process.env.HOSTNAME ?? hostname(),
@@ -294,6 +329,7 @@ async function finish(
     hosts.length === 0
       ? `Nothing to install on the ${nodes.length} nodes of cluster ${cluster}`
       : `Installed on ${hosts.length} host${hosts.length === 1 ? '' : 's'} of cluster ${cluster}`;
-  const event = await completeSoftware(clients, claimed, message, hosts, context.log);
+  const installedNodes = nodes.map((node) => ({ node: node.label, ip: node.ip }));
+  const event = await completeSoftware(clients, claimed, message, hosts, context.log, { installedNodes });
   return event ? { kind: 'installed', event } : { kind: 'skipped' };
 }

@@ -113,6 +113,7 @@ export async function completeSoftware(
   message: string,
   hosts: HostStatus[],
   log: Logger,
+  fields: Record<string, unknown> = {},
 ): Promise<CloudEvent<unknown> | undefined> {
   const ref = softwareRef(object);
   const result = await completeStep(
@@ -128,7 +129,7 @@ export async function completeSoftware(
       object: softwareIdentity(ref),
       ref,
       component: functionName,
-      fields: { hosts, claim: undefined },
+      fields: { ...fields, hosts, claim: undefined },
     },
     log,
   );

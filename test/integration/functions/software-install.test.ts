@@ -16,7 +16,13 @@ import { definition as softwareInstall } from '../../../functions/software-insta
 import { useTestCluster } from '../../support/cluster.js';
 import { startSshHosts, type SshHosts, type SshTestHost } from '../../support/sshd.js';
 import { ChainHarness, finishJobAsController, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
-import { bpaGroup, createBareMetalHost, createProvisioning, provisioningObject } from './support/fixtures.js';
+import {
+  bpaGroup,
+  createBareMetalHost,
+  createProvisioning,
+  provisioningObject,
+  writeProvisioningStatus,
+} from './support/fixtures.js';
 
 const cluster = useTestCluster();
 
@@ -213,7 +219,20 @@ describe('software-install', () => {
   it('fails only the hosts that are down, failing or changed, and keeps the trusted key', async () => {
     const namespace = cluster.namespace;
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    // A cluster of four, as kud-job-launch writes it on completion.
+    // A cluster of four, as kud-job-launch writes it on completion, of a Provisioning that is Ready.
+    await createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({
+        name: 'lab-2',
+        namespace,
+        cluster: 'lab-2',
+        masters: [{ label: 'a', mac: 'aa:bb:cc:00:03:01' }],
+        workers: [],
+      }),
+    );
+    await writeProvisioningStatus(cluster.kubeConfig, namespace, 'lab-2', {
+      conditions: [{ type: 'Ready', status: 'True', reason: 'ClusterReady', message: 'lab-2 is ready' }],
+    });
     await core.createNamespacedConfigMap({
       namespace,
       body: {
