@@ -73,7 +73,14 @@ const floorBlocks = floors.flatMap((floor) =>
 
 export default tseslint.config(
   {
-    ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'test/artifacts/**', 'engines/**/*.go'],
+    ignores: [
+      'dist/**',
+      'functions/*/dist/**',
+      'node_modules/**',
+      'coverage/**',
+      'test/artifacts/**',
+      'engines/**/*.go',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

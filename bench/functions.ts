@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CloudEvent } from 'cloudevents';
@@ -10,13 +11,22 @@ import { projectCrds, repoRoot, startControlPlane } from '../local/control-plane
 import type { BenchModule } from './run.js';
 
 /**
- * Each function as the container runs it: `node dist/functions/<name>/main.js` as its own
- * process, KUBECONFIG pointing at a started control plane (with the project's CRDs). Prints
- * the time from spawn to /health/readiness answering 200, resident memory once ready, and
- * after one sweep (a ping event against an empty cluster: the first request's cost included).
+ * Cold start of each function as its image runs it: `node dist/bundle/<name>.mjs` (the esbuild
+ * bundle, scripts/bundle.mjs) as its own process. Prints, as medians of 10 starts:
+ * - ready: from spawn until /health/readiness answers 200 (goal <= 300 ms), beside the floor,
+ *   a bare `node -e ''` from spawn to exit;
+ * - the CPU the process used until then (user + system, from /proc: less noisy than wall time
+ *   on a shared machine);
+ * - RSS when ready (goal < 80 MiB);
+ * and the same for the unbundled tsc output (dist/functions/<name>/main.js), 3 starts, for
+ * comparison. Readiness never calls the API server, so these starts get a kubeconfig that
+ * points at a closed loopback port. Then, against a started control plane, the first ping (a
+ * sweep over an empty cluster, the first request's cost included) and RSS after it.
  */
 const functionNames = ['host-lookup', 'inventory-render', 'kud-job-launch', 'software-install'];
 const sweepers = new Set(['host-lookup', 'kud-job-launch', 'software-install']);
+const starts = 10;
+const unbundledStarts = 3;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -36,6 +46,13 @@ async function rssMiB(pid: number): Promise<number> {
   return kib / 1024;
 }
 
+/** User + system CPU of a process so far, in ms (clock ticks of /proc/<pid>/stat; 100 Hz). */
+async function cpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 async function waitReady(url: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (performance.now() < deadline) {
@@ -45,7 +62,7 @@ async function waitReady(url: string, child: ChildProcess, timeoutMs = 60_000): 
     } catch {
       // not listening yet
     }
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 2));
   }
   throw new Error(`not ready within ${timeoutMs} ms`);
 }
@@ -57,49 +74,129 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+
+interface Start {
+  readyMs: number;
+  cpuMs: number;
+  rssMiB: number;
+}
+
+function spawnFunction(entry: string, kubeconfig: string, port: number): ChildProcess {
+  return spawn(process.execPath, [entry], {
+    env: {
+      ...process.env,
+      KUBECONFIG: kubeconfig,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'error',
+      OTEL_TRACES_EXPORTER: 'none',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+async function coldStart(entry: string, kubeconfig: string): Promise<Start> {
+  const port = await freePort();
+  const started = performance.now();
+  const child = spawnFunction(entry, kubeconfig, port);
+  try {
+    await waitReady(`http://127.0.0.1:${port}`, child);
+    const readyMs = performance.now() - started;
+    const pid = child.pid as number;
+    return { readyMs, cpuMs: await cpuMs(pid), rssMiB: await rssMiB(pid) };
+  } finally {
+    await stop(child);
+  }
+}
+
+/** Spawn to exit of `node -e ''`: what any Node process costs before it runs a line. */
+async function bareNode(): Promise<number> {
+  const started = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+    child.once('error', reject);
+    child.once('exit', () => resolve());
+  });
+  return performance.now() - started;
+}
+
+const summary = (runs: Start[]) =>
+  `${`${Math.round(median(runs.map((r) => r.readyMs)))} ms`.padEnd(9)} ${`${Math.round(median(runs.map((r) => r.cpuMs)))} ms`.padEnd(9)} ${median(runs.map((r) => r.rssMiB)).toFixed(1)} MiB`;
+
 export const functionsBench: BenchModule = {
-  name: 'functions: start-to-ready and memory (real processes)',
+  name: 'functions: cold start (bundles, real processes) and the first ping',
   async run(print) {
     const root = repoRoot();
-    const mains = functionNames.map((name) => join(root, 'dist', 'functions', name, 'main.js'));
-    if (mains.some((path) => !existsSync(path))) {
-      print('skipped: dist/functions/*/main.js missing (run npm run build)');
+    const bundles = functionNames.map((name) => join(root, 'dist', 'bundle', `${name}.mjs`));
+    if (bundles.some((path) => !existsSync(path))) {
+      print('skipped: dist/bundle/*.mjs missing (run npm run build)');
       return;
     }
+    const scratch = mkdtempSync(join(tmpdir(), 'bpa-bench-functions-'));
+    const closedPort = await freePort();
+    const unusedKubeconfig = join(scratch, 'kubeconfig');
+    writeFileSync(
+      unusedKubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'unused', cluster: { server: `https://127.0.0.1:${closedPort}` } }],
+        users: [{ name: 'unused', user: { token: 'unused' } }],
+        contexts: [{ name: 'unused', context: { cluster: 'unused', user: 'unused' } }],
+        'current-context': 'unused',
+      }),
+    );
+    try {
+      const floor: number[] = [];
+      for (let run = 0; run < starts; run++) floor.push(await bareNode());
+      print(
+        `load average ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')}; medians of ${starts} starts each`,
+      );
+      print(`floor: node -e '' from spawn to exit ${Math.round(median(floor))} ms`);
+      print('function          ready     CPU       RSS ready   | unbundled: ready   CPU       RSS');
+      for (const [index, name] of functionNames.entries()) {
+        const runs: Start[] = [];
+        for (let run = 0; run < starts; run++) runs.push(await coldStart(bundles[index]!, unusedKubeconfig));
+        const unbundledEntry = join(root, 'dist', 'functions', name, 'main.js');
+        let unbundled = 'n/a (no dist/functions)';
+        if (existsSync(unbundledEntry)) {
+          const slow: Start[] = [];
+          for (let run = 0; run < unbundledStarts; run++)
+            slow.push(await coldStart(unbundledEntry, unusedKubeconfig));
+          unbundled = summary(slow);
+        }
+        print(`${name.padEnd(17)} ${summary(runs).padEnd(31)} | ${unbundled}`);
+      }
+      print('goals: ready <= 300 ms, RSS < 80 MiB');
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+
     const controlPlane = await startControlPlane({ crds: projectCrds(process.env, root).inputs });
     try {
-      print('function          ready      RSS ready   first ping   RSS after ping');
+      print('function          first ping (sweep, empty cluster)   RSS after ping');
       for (const [index, name] of functionNames.entries()) {
+        if (!sweepers.has(name)) continue;
         const port = await freePort();
         const url = `http://127.0.0.1:${port}`;
-        const started = performance.now();
-        const child = spawn(process.execPath, [mains[index] as string], {
-          env: {
-            ...process.env,
-            KUBECONFIG: controlPlane.kubeconfigPath,
-            HOST: '127.0.0.1',
-            PORT: String(port),
-            LOG_LEVEL: 'error',
-            OTEL_TRACES_EXPORTER: 'none',
-          },
-          stdio: ['ignore', 'ignore', 'inherit'],
-        });
+        const child = spawnFunction(bundles[index]!, controlPlane.kubeconfigPath, port);
         try {
           await waitReady(url, child);
-          const readyMs = performance.now() - started;
-          const rssReady = await rssMiB(child.pid as number);
-          let ping = 'n/a';
-          if (sweepers.has(name)) {
-            const before = performance.now();
-            const response = await postEvent(
-              url,
-              new CloudEvent<unknown>({ type: 'dev.knative.sources.ping', source: '/bench', data: {} }),
-            );
-            ping = `${Math.round(performance.now() - before)} ms (${response.status})`;
-          }
-          const rssAfter = await rssMiB(child.pid as number);
+          const before = performance.now();
+          const response = await postEvent(
+            url,
+            new CloudEvent<unknown>({ type: 'dev.knative.sources.ping', source: '/bench', data: {} }),
+          );
+          const ping = `${Math.round(performance.now() - before)} ms (${response.status})`;
           print(
-            `${name.padEnd(17)} ${`${Math.round(readyMs)} ms`.padEnd(10)} ${`${rssReady.toFixed(1)} MiB`.padEnd(11)} ${ping.padEnd(12)} ${rssAfter.toFixed(1)} MiB`,
+            `${name.padEnd(17)} ${ping.padEnd(35)} ${(await rssMiB(child.pid as number)).toFixed(1)} MiB`,
           );
         } finally {
           await stop(child);

@@ -1,4 +1,4 @@
-import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 
 /** The API groups the functions use, all from one KubeConfig. */
 export interface KubeClients {
@@ -23,4 +23,15 @@ export function kubeClients(kubeConfig: KubeConfig): KubeClients {
     cache.set(kubeConfig, clients);
   }
   return clients;
+}
+
+/**
+ * KUBECONFIG, else ~/.kube/config, else the in-cluster service account. Imported statically
+ * like the API classes above: one dynamic import of the package would make a bundle keep every
+ * API group it exports (scripts/bundle.mjs).
+ */
+export function loadDefaultKubeConfig(): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault();
+  return kubeConfig;
 }

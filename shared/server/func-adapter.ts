@@ -2,6 +2,7 @@ import { CloudEvent } from 'cloudevents';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseEnv, serverEnvSchema } from '../config.js';
 import { describeError, httpStatusFor, invalid } from '../errors.js';
+import { loadDefaultKubeConfig } from '../k8s/clients.js';
 import { createLogger, type Logger } from '../log.js';
 import { routeEvent } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
@@ -54,9 +55,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
   // Once per process: the env and kubeconfig do not change while it runs.
   const processScope = () =>
     (scope ??= (async () => {
-      const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
-      const kubeConfig = new KubeConfigClass();
-      kubeConfig.loadFromDefault();
+      const kubeConfig = loadDefaultKubeConfig();
       const serverEnv = parseEnv(serverEnvSchema, process.env, `the ${definition.name} function`);
       return {
         kubeConfig,

@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Env } from '../config.js';
 import { describeError } from '../errors.js';
+import { loadDefaultKubeConfig } from '../k8s/clients.js';
 import { createLogger, type Logger } from '../log.js';
 import { startFunctionServer, type RunningFunctionServer } from './function-server.js';
 import type { FunctionDefinition } from './types.js';
@@ -31,7 +32,7 @@ export async function runFunction<Config>(
   const exitProcess = options.exitProcess ?? true;
   let server: RunningFunctionServer;
   try {
-    const kubeConfig = options.kubeConfig ?? (await loadDefaultKubeConfig());
+    const kubeConfig = options.kubeConfig ?? loadDefaultKubeConfig();
     server = await startFunctionServer({ definition, kubeConfig, env: options.env ?? process.env, log });
   } catch (error) {
     log.error('function failed to start', { function: definition.name, ...describeError(error) });
@@ -55,12 +56,4 @@ export async function runFunction<Config>(
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   return server;
-}
-
-async function loadDefaultKubeConfig(): Promise<KubeConfig> {
-  // Loaded here, not at module level: the server itself never needs the client library.
-  const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
-  const kubeConfig = new KubeConfigClass();
-  kubeConfig.loadFromDefault();
-  return kubeConfig;
 }

@@ -1,12 +1,14 @@
 /**
- * The `func` build context (scripts/func-package.mjs) runs under faas-js-runtime, the way
- * `func build`/`func deploy` run it: host-lookup packaged alone in dist/func/host-lookup/,
- * started by the runtime's own CLI, answers a Provisioning event with the real cluster.
- * (faas-js-runtime has no host option and binds `::`; the test only talks to 127.0.0.1.)
+ * functions/host-lookup/ is a `func` build context: its package.json starts the bundle that
+ * scripts/bundle.mjs writes beside it (dist/index.mjs) with faas-js-runtime, the way
+ * `func build`/`func deploy` run it. Started by the runtime's own CLI, it answers a Provisioning
+ * event with the real cluster. (faas-js-runtime has no host option and binds `::`; the test only
+ * talks to 127.0.0.1.)
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +23,7 @@ import {
 
 const cluster = useTestCluster();
 const repository = fileURLToPath(new URL('../..', import.meta.url));
-const packaged = join(repository, 'dist/func/host-lookup');
+const context = join(repository, 'functions/host-lookup');
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -58,24 +60,45 @@ describe('func package: host-lookup under faas-js-runtime', () => {
   let output = '';
 
   beforeAll(async () => {
-    const built = spawnSync('npm', ['run', 'func:package', '--', 'host-lookup'], {
+    const built = spawnSync('npm', ['run', 'bundle', '--', 'host-lookup'], {
       cwd: repository,
       encoding: 'utf8',
     });
-    if (built.status !== 0) throw new Error(`npm run func:package failed: ${built.stdout}${built.stderr}`);
-    const packageJson = JSON.parse(readFileSync(join(packaged, 'package.json'), 'utf8')) as {
+    if (built.status !== 0) throw new Error(`npm run bundle failed: ${built.stdout}${built.stderr}`);
+    const packageJson = JSON.parse(readFileSync(join(context, 'package.json'), 'utf8')) as {
+      main: string;
+      scripts: Record<string, string>;
+      dependencies: Record<string, string>;
+    };
+    const rootPackage = JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
     };
     expect(packageJson.dependencies['faas-js-runtime']).toBe('3.0.2');
-    if (!existsSync(join(packaged, 'node_modules')))
-      symlinkSync(join(repository, 'node_modules'), join(packaged, 'node_modules'));
+    expect(packageJson.scripts.start).toBe(`faas-js-runtime ./${packageJson.main}`);
+    // What the bundle leaves to node_modules is exactly its dependencies, at the repository's versions.
+    const bundle = readFileSync(join(context, packageJson.main), 'utf8');
+    const packageName = /^(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*/;
+    const external = [...bundle.matchAll(/(?:from|import\()\s*["']([^"']+)["']/g)]
+      .map((match) => match[1]!)
+      .filter((specifier) => !isBuiltin(specifier))
+      .map((specifier) => packageName.exec(specifier)?.[0])
+      .filter((name): name is string => name !== undefined);
+    const { 'faas-js-runtime': _runtime, ...dependencies } = packageJson.dependencies;
+    expect(Object.keys(dependencies).sort()).toEqual([...new Set(external)].sort());
+    for (const [name, version] of Object.entries(dependencies))
+      expect([name, version]).toEqual([name, rootPackage.dependencies[name]]);
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
     runtime = spawn(
       process.execPath,
-      ['node_modules/faas-js-runtime/bin/cli.js', './index.js', '--port', String(port)],
+      [
+        join(repository, 'node_modules/faas-js-runtime/bin/cli.js'),
+        `./${packageJson.main}`,
+        '--port',
+        String(port),
+      ],
       {
-        cwd: packaged,
+        cwd: context,
         env: {
           PATH: process.env.PATH,
           KUBECONFIG: cluster.kubeconfigPath,

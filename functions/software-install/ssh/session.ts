@@ -1,11 +1,15 @@
-import ssh2 from 'ssh2';
-import type { ClientChannel, ConnectConfig } from 'ssh2';
+import type { Client as SshClient, ClientChannel, ConnectConfig } from 'ssh2';
 import { z } from 'zod';
 import { hostKeyAlgorithmsForPolicy, hostKeyPolicySchema, verifyHostKey } from './host-key-policy.js';
 import type { HostKeyDecision } from './host-key-policy.js';
 import { LineTail } from './tail.js';
 
-const { Client } = ssh2;
+/**
+ * ssh2 is loaded by the first session, not at start: only an install needs it, and it costs a
+ * quarter of a second and several MiB of every cold start (bench/functions.ts).
+ */
+let ssh2Client: Promise<typeof SshClient> | undefined;
+const loadSshClient = () => (ssh2Client ??= import('ssh2').then((ssh2) => ssh2.default.Client));
 
 export const sshSessionOptionsSchema = z.object({
   host: z.string().min(1),
@@ -66,11 +70,12 @@ const seconds = (ms: number) => `${Math.round(ms / 100) / 10}s`;
  * anything that can go wrong with a host (refused, unreachable, wrong key, timeouts, failure):
  * the result says what happened, with a specific reason and message.
  */
-export function runSshCommand(options: SshSessionOptions, command: string): Promise<SshCommandResult> {
+export async function runSshCommand(options: SshSessionOptions, command: string): Promise<SshCommandResult> {
+  const Client = await loadSshClient();
   const started = performance.now();
   const parsed = sshSessionOptionsSchema.safeParse(options);
   if (!parsed.success) {
-    return Promise.resolve({
+    return {
       exitCode: null,
       error: {
         reason: 'InvalidSessionOptions',
@@ -79,7 +84,7 @@ export function runSshCommand(options: SshSessionOptions, command: string): Prom
       stdoutTail: [],
       stderrTail: [],
       durationMs: performance.now() - started,
-    });
+    };
   }
   const opts = parsed.data;
   const where = `${opts.host}:${opts.port}`;

@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// One esbuild bundle per entry point, so a process parses one file instead of resolving and
+// compiling some 1,500 modules (client-node alone is 1,200): a cold start is on the path of a
+// scaled-to-zero function's first event (bench/cold-start.ts measures it).
+//   dist/bundle/<name>.mjs         the function's server (functions/<name>/main.ts): what the
+//                                  Containerfile image and the benchmarks run
+//   functions/<name>/dist/index.mjs  its `handle` for faas-js-runtime: with the package.json
+//                                  beside it, functions/<name>/ is a `func deploy` build context
+//   dist/bundle/cli/main.mjs       the CLI (bin/bpa.js), split per command: a command's chunks
+//                                  load only when it runs
+// Bundled from the TypeScript sources (esbuild strips the types; `npm run typecheck` checks them).
+//   node scripts/bundle.mjs [function-name ...]   (default: every function and the CLI)
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * Left to node_modules (listed in each function's package.json):
+ * - the OTLP exporter: imported only when OTEL_TRACES_EXPORTER=otlp (shared/telemetry/tracing.ts),
+ *   so a function that does not export spans never reads it;
+ * - ssh2: its optional native crypto binding is a `.node` file that cannot be bundled.
+ */
+export const external = ['@opentelemetry/exporter-trace-otlp-http', 'ssh2'];
+
+const common = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  external,
+  // The ESM build where a package has one (OpenTelemetry's): CommonJS cannot be tree-shaken.
+  mainFields: ['module', 'main'],
+  // Bundled CommonJS packages call require() for Node built-ins; ESM has none of its own.
+  banner: {
+    js: "import { createRequire as __bundleRequire } from 'node:module';\nconst require = __bundleRequire(import.meta.url);",
+  },
+  // Whitespace and syntax only, and `name` kept where bundling renames a class or function to
+  // avoid a clash: stack traces read as in the sources, and faas-js-runtime recognises a reply
+  // from our cloudevents copy by `constructor.name === 'CloudEvent'`.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  keepNames: true,
+  sourcemap: 'linked',
+  sourcesContent: false,
+  legalComments: 'linked',
+  logLevel: 'warning',
+  alias: {
+    // node-fetch 2 (client-node's HTTP) loads whatwg-url only to use it where Node has no URL
+    // class (`Url.URL || whatwgUrl.URL`); its tr46 tables cost 10 MiB of heap at start.
+    'whatwg-url': join(root, 'scripts/bundle/whatwg-url.mjs'),
+  },
+};
+
+const functionNames = readdirSync(join(root, 'functions')).filter((name) =>
+  existsSync(join(root, 'functions', name, 'func.yaml')),
+);
+const requested = process.argv.slice(2);
+for (const name of requested)
+  if (!functionNames.includes(name)) throw new Error(`functions/${name}/func.yaml does not exist`);
+const names = requested.length > 0 ? requested : functionNames;
+
+const builds = names.flatMap((name) => {
+  const folder = join(root, 'functions', name);
+  rmSync(join(folder, 'dist'), { recursive: true, force: true });
+  return [
+    build({
+      ...common,
+      entryPoints: [join(folder, 'main.ts')],
+      outfile: join(root, 'dist/bundle', `${name}.mjs`),
+    }),
+    build({ ...common, entryPoints: [join(folder, 'index.ts')], outfile: join(folder, 'dist/index.mjs') }),
+  ];
+});
+if (requested.length === 0) {
+  rmSync(join(root, 'dist/bundle/cli'), { recursive: true, force: true });
+  builds.push(
+    build({
+      ...common,
+      entryPoints: [join(root, 'cli/main.ts')],
+      outdir: join(root, 'dist/bundle/cli'),
+      outExtension: { '.js': '.mjs' },
+      splitting: true,
+      chunkNames: 'chunks/[name]-[hash]',
+    }),
+  );
+}
+await Promise.all(builds);
+for (const name of names) console.log(`dist/bundle/${name}.mjs, functions/${name}/dist/index.mjs`);
+if (requested.length === 0) console.log('dist/bundle/cli/main.mjs');
