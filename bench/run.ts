@@ -1,5 +1,6 @@
 import { brokerBench } from './broker.js';
 import { clusterBench } from './cluster.js';
+import { cliBench } from './cli.js';
 import { controlPlaneBench } from './control-plane.js';
 import { functionServerBench } from './function-server.js';
 import { functionsBench } from './functions.js';
@@ -20,6 +21,7 @@ const benches: BenchModule[] = [
   resolutionBench,
   functionServerBench,
   functionsBench,
+  cliBench,
   brokerBench,
   sshFanoutBench,
   softwareLifecycleBench,

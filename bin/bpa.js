@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is compiled to dist/ by `npm run build`.
+// Thin launcher: `npm run build` bundles the CLI into dist/bundle/cli/ (scripts/bundle.mjs),
+// one chunk set per command, loaded only when that command runs.
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const entry = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const entry = fileURLToPath(new URL('../dist/bundle/cli/main.mjs', import.meta.url));
 if (!existsSync(entry)) {
   process.stderr.write('bpa: not built yet; run `npm run build` first\n');
   process.exit(2);

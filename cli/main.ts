@@ -1,20 +1,39 @@
-import type { CliCommand, CliIO } from './command.js';
+import type { CliCommandEntry, CliIO } from './command.js';
 import { UsageError } from './command.js';
-import { renderCommand } from './commands/render.js';
-import { controlPlaneCommand } from './commands/control-plane.js';
-import { devCommand } from './commands/dev.js';
-import { sendCommand } from './commands/send.js';
-import { demoCommand } from './commands/demo.js';
-import { clusterCommand } from './commands/cluster.js';
 import { describeError } from '../shared/errors.js';
 
-export const commands: CliCommand[] = [
-  renderCommand,
-  controlPlaneCommand,
-  clusterCommand,
-  devCommand,
-  sendCommand,
-  demoCommand,
+/** Every command, in `bpa --help` order; a command's module is imported only when it runs. */
+export const commands: CliCommandEntry[] = [
+  {
+    name: 'render',
+    summary: 'dry run: print the inventory (and Job, ConfigMap) a Provisioning would produce',
+    load: async () => (await import('./commands/render.js')).renderCommand,
+  },
+  {
+    name: 'control-plane',
+    summary: 'run a real kube-apiserver + etcd with the CRDs installed, until Ctrl-C',
+    load: async () => (await import('./commands/control-plane.js')).controlPlaneCommand,
+  },
+  {
+    name: 'cluster',
+    summary: 'the one-machine cluster: control plane, controllers and a node running pods, until Ctrl-C',
+    load: async () => (await import('./commands/cluster.js')).clusterCommand,
+  },
+  {
+    name: 'dev',
+    summary: 'the embedded stack: broker, sources, functions, live view (Ctrl-C stops)',
+    load: async () => (await import('./commands/dev.js')).devCommand,
+  },
+  {
+    name: 'send',
+    summary: 'post a CloudEvent by hand to a broker or function and print the response',
+    load: async () => (await import('./commands/send.js')).sendCommand,
+  },
+  {
+    name: 'demo',
+    summary: 'the embedded stack plus a simulated lab, end to end (npm start)',
+    load: async () => (await import('./commands/demo.js')).demoCommand,
+  },
 ];
 
 export function topLevelUsage(): string {
@@ -43,16 +62,17 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
     io.stdout(topLevelUsage());
     return 0;
   }
-  const command = commands.find((c) => c.name === name);
-  if (!command) {
+  const entry = commands.find((c) => c.name === name);
+  if (!entry) {
     io.stderr(`bpa: unknown command '${name}'\n\n${topLevelUsage()}`);
     return 2;
   }
-  if (rest.includes('--help') || rest.includes('-h')) {
-    io.stdout(command.usage);
-    return 0;
-  }
   try {
+    const command = await entry.load();
+    if (rest.includes('--help') || rest.includes('-h')) {
+      io.stdout(command.usage);
+      return 0;
+    }
     return await command.run(rest, io);
   } catch (error) {
     if (error instanceof UsageError) {

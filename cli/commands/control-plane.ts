@@ -94,7 +94,6 @@ async function run(argv: string[], io: CliIO): Promise<number> {
 
 export const controlPlaneCommand: CliCommand = {
   name: 'control-plane',
-  summary: 'run a real kube-apiserver + etcd with the CRDs installed, until Ctrl-C',
   usage,
   run,
 };

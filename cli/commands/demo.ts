@@ -33,7 +33,6 @@ Options:
 
 export const demoCommand: CliCommand = {
   name: 'demo',
-  summary: 'the embedded stack plus a simulated lab, end to end (npm start)',
   usage,
   run: async (argv, io) => {
     let values;

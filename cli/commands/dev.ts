@@ -150,7 +150,6 @@ function untilStopSignal(io: CliIO): Promise<NodeJS.Signals> {
 
 export const devCommand: CliCommand = {
   name: 'dev',
-  summary: 'the embedded stack: broker, sources, functions, live view (Ctrl-C stops)',
   usage,
   run: async (argv, io) => {
     const options = parseOptions(argv);

@@ -126,7 +126,6 @@ async function readInput(path: string | undefined): Promise<InputText | undefine
 
 export const renderCommand: CliCommand = {
   name: 'render',
-  summary: 'dry run: print the inventory (and Job, ConfigMap) a Provisioning would produce',
   usage,
   run: async (argv, io) => {
     const options = parseRenderArgs(argv);

@@ -235,7 +235,6 @@ async function send(argv: string[], io: CliIO): Promise<number> {
 
 export const sendCommand: CliCommand = {
   name: 'send',
-  summary: 'post a CloudEvent by hand to a broker or function and print the response',
   usage,
   run: send,
 };

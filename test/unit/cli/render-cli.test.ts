@@ -169,7 +169,7 @@ describe('bpa render: output', () => {
   });
 });
 
-const built = existsSync(resolve('dist/cli/main.js'));
+const built = existsSync(resolve('dist/bundle/cli/main.mjs'));
 (built ? describe : describe.skip)('bpa render as a real process', () => {
   it('prints the inventory on stdout and exit 1 messages alone on stderr', async () => {
     const exec = promisify(execFile);

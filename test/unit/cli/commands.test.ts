@@ -1,0 +1,44 @@
+/**
+ * The command index of cli/main.ts: `bpa --help` lists commands from it without loading them, so
+ * each entry must load the command it names, and each command's own help must come from it.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { commands, main, topLevelUsage } from '../../../cli/main.js';
+
+const capture = () => {
+  const out = { stdout: '', stderr: '' };
+  return {
+    out,
+    io: { stdout: (text: string) => (out.stdout += text), stderr: (text: string) => (out.stderr += text) },
+  };
+};
+
+describe('bpa command index', () => {
+  it.each(commands.map((entry) => [entry.name, entry] as const))(
+    '%s loads the command of that name, whose --help is its usage',
+    async (name, entry) => {
+      const command = await entry.load();
+      expect(command.name).toBe(name);
+      expect(command.usage).toContain(`bpa ${name}`);
+      const { out, io } = capture();
+      expect(await main([name, '--help'], io)).toBe(0);
+      expect(out).toEqual({ stdout: command.usage, stderr: '' });
+    },
+  );
+
+  it('bpa --help lists every command with its summary, once', async () => {
+    const { out, io } = capture();
+    expect(await main(['--help'], io)).toBe(0);
+    expect(out.stdout).toBe(topLevelUsage());
+    const width = Math.max(...commands.map((entry) => entry.name.length));
+    for (const entry of commands)
+      expect(out.stdout).toContain(`  ${entry.name.padEnd(width)}  ${entry.summary}\n`);
+    expect(new Set(commands.map((entry) => entry.name)).size).toBe(commands.length);
+  });
+
+  it('an unknown command is exit 2 with the list on stderr', async () => {
+    const { out, io } = capture();
+    expect(await main(['deploy'], io)).toBe(2);
+    expect(out.stderr).toBe(`bpa: unknown command 'deploy'\n\n${topLevelUsage()}`);
+  });
+});
