@@ -76,7 +76,8 @@ export function downloads(clients: KubeClients, s3: S3Client, bucket: string, lo
       res.writeHead(304, common).end();
       return true;
     }
-    const range = rangeOf(req, etag, head.LastModified, size);
+    const ifRange = typeof req.headers['if-range'] === 'string' ? req.headers['if-range'] : undefined;
+    const range = byteRange(req.headers.range, ifRange, etag, head.LastModified, size);
     if (range === 'unsatisfiable') {
       res.writeHead(416, { ...common, 'content-range': `bytes */${size}` }).end();
       return true;
@@ -105,23 +106,26 @@ export function downloads(clients: KubeClients, s3: S3Client, bucket: string, lo
   };
 }
 
-/** One byte range of a Range header (RFC 9110), honouring If-Range; undefined = the whole body. */
-function rangeOf(
-  req: IncomingMessage,
+/**
+ * The one byte range a Range header asks for (RFC 9110), honouring If-Range (an ETag or the
+ * Last-Modified date); undefined = send the whole body (no header, a stale If-Range, several
+ * ranges or junk); 'unsatisfiable' = 416.
+ */
+export function byteRange(
+  header: string | undefined,
+  ifRange: string | undefined,
   etag: string,
   lastModified: Date | undefined,
   size: number,
 ): { start: number; end: number } | 'unsatisfiable' | undefined {
-  const header = req.headers.range;
   if (!header) return undefined;
-  const ifRange = req.headers['if-range'];
   if (ifRange && ifRange !== etag && (!lastModified || ifRange !== lastModified.toUTCString()))
     return undefined;
   const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!match || (match[1] === '' && match[2] === '')) return undefined; // several ranges or junk: the whole body
+  if (!match || (match[1] === '' && match[2] === '')) return undefined;
   if (match[1] === '') {
     const suffix = Number(match[2]);
-    if (suffix === 0) return 'unsatisfiable';
+    if (suffix === 0 || size === 0) return 'unsatisfiable';
     return { start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(match[1]);
