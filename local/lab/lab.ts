@@ -41,6 +41,8 @@ export interface Lab {
   functionsEnv: Env;
   /** Creates the namespace, BareMetalHosts (with inspected NICs) and the SSH key Secret. */
   applyToCluster(kubeConfig: KubeConfig): Promise<void>;
+  /** The SSH key Secret in another namespace too (a KUD Job mounts it from its own namespace). */
+  applySshKeySecret(kubeConfig: KubeConfig, namespace: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -85,6 +87,14 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       SSH_CONNECT_TIMEOUT_SECONDS: '10',
     };
     const labels = { 'bpa.akraino.org/simulated-lab': 'true' };
+    const applySshKeySecret = (kubeConfig: KubeConfig, where: string) =>
+      applyObject(KubernetesObjectApi.makeApiClient(kubeConfig), {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: labSshKeySecret, namespace: where, labels },
+        type: 'Opaque',
+        stringData: { id_rsa: ssh.privateKey, 'id_rsa.pub': ssh.publicKey },
+      } as never).then(() => undefined);
     return {
       hosts,
       namespace,
@@ -95,17 +105,11 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       commands: ssh.commands,
       functionsEnv,
       async applyToCluster(kubeConfig) {
-        const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
         await createNamespace(kubeConfig, namespace, labels);
         await applyLabBareMetalHosts(kubeConfig, hosts, namespace);
-        await applyObject(objects, {
-          apiVersion: 'v1',
-          kind: 'Secret',
-          metadata: { name: labSshKeySecret, namespace, labels },
-          type: 'Opaque',
-          stringData: { id_rsa: ssh.privateKey, 'id_rsa.pub': ssh.publicKey },
-        } as never);
+        await applySshKeySecret(kubeConfig, namespace);
       },
+      applySshKeySecret: (kubeConfig, where) => applySshKeySecret(kubeConfig, where),
       stop,
     };
   } catch (error) {

@@ -1,8 +1,9 @@
 /**
  * Observability of a real chain run: the embedded stack (`startStack`: broker from the
- * manifests' Broker and Triggers, the four function servers, local ApiServerSources) against
- * the test control plane, the simulated lab (lease file, BareMetalHosts, in-process SSH hosts)
- * and a simulated Job controller.
+ * manifests' Broker and Triggers, the four function servers, local ApiServerSources) on this
+ * file's own one-machine cluster, whose Job controller and node (OUR IMITATION of a kubelet) run
+ * the KUD Jobs (the KUD installer stand-in pings the lab's hosts), and the demo's lab (lease file,
+ * BareMetalHosts, real sshd hosts on the node's network; their apt-get is recorded, not run).
  *
  *   namespace A: a Provisioning and a Software driven by the ApiServerSource, to Ready;
  *   namespace B: a Provisioning whose `add` event the test posts itself with a known
@@ -28,30 +29,22 @@ import {
 import { encodeBinary } from '../../../shared/cloudevents/http-codec.js';
 import { applyObject } from '../../../local/control-plane/apply.js';
 import { freeLoopbackPort } from '../../../local/control-plane/free-port.js';
-import {
-  createNamespace,
-  deleteNamespace,
-  uniqueNamespaceName,
-} from '../../../local/control-plane/namespaces.js';
+import { createNamespace, uniqueNamespaceName } from '../../../local/control-plane/namespaces.js';
 import { repoRoot } from '../../../local/control-plane/repo-root.js';
-import {
-  startSimulatedJobController,
-  type SimulatedJobController,
-} from '../../../local/lab/job-controller.js';
 import { startLab, type Lab } from '../../../local/lab/lab.js';
 import { labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
 import { startStack, type Stack } from '../../../local/stack.js';
 import { EventTypes, SourceEventTypes } from '../../../shared/events/types.js';
 import { traceIdOf } from '../../../shared/telemetry/tracing.js';
-import { useTestCluster } from '../../support/cluster.js';
+import { useNodeCluster } from '../../support/node-cluster.js';
 import { eventually } from './support/eventually.js';
 import { EventRecorder, type RecordedEvent } from './support/event-recorder.js';
 import { merge, metricOfSeries, scrape, sumOf, type Exposition } from './support/prometheus-text.js';
 import { seriesUses } from './support/promql-series.js';
 import { writeStackManifests } from './support/stack-manifests.js';
 
-const cluster = useTestCluster({ namespacePrefix: 'obs-chain' });
+const cluster = useNodeCluster({ namespacePrefix: 'obs-chain' });
 const functionNames = ['host-lookup', 'inventory-render', 'kud-job-launch', 'software-install'] as const;
 type FunctionName = (typeof functionNames)[number];
 
@@ -60,7 +53,6 @@ let traceNamespace: string;
 let lab: Lab | undefined;
 let stack: Stack | undefined;
 const recorder = new EventRecorder();
-const jobControllers: SimulatedJobController[] = [];
 
 const clusterA = 'obs-edge-a';
 const clusterB = 'obs-edge-b';
@@ -101,8 +93,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'bpa-observability-'));
   const namespace = cluster.namespace;
   traceNamespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('obs-trace'));
-  lab = await startLab({ namespace });
+  lab = await startLab({ namespace, network: cluster.nodeNetwork });
   await lab.applyToCluster(cluster.kubeConfig);
+  // B's KUD Job mounts the SSH key from its own namespace.
+  await lab.applySshKeySecret(cluster.kubeConfig, traceNamespace);
   await recorder.start();
   const manifestsDir = writeStackManifests(join(dir, 'manifests'), {
     resourceNamespaces: [namespace],
@@ -119,20 +113,15 @@ beforeAll(async () => {
     // BareMetalHosts live in A; B's Provisioning names the same lab hosts.
     functionsEnv: { ...lab.functionsEnv, SWEEP_NAMESPACES: `${namespace},${traceNamespace}` },
   });
-  for (const ns of [namespace, traceNamespace])
-    jobControllers.push(
-      startSimulatedJobController({ kubeConfig: cluster.kubeConfig, namespace: ns, runMs: 300 }),
-    );
 }, 300_000);
 
 afterAll(async () => {
-  for (const controller of jobControllers) controller.stop();
   await stack?.stop();
   await recorder.stop();
   await lab?.stop();
-  if (traceNamespace) await deleteNamespace(cluster.kubeConfig, traceNamespace);
+  await cluster.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
-}, 120_000);
+}, 180_000);
 
 describe('a chain run through the embedded stack', () => {
   it('takes a Provisioning and its Software to Ready from the ApiServerSource events', async () => {
