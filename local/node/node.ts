@@ -79,9 +79,9 @@ export async function startNode(options: NodeOptions): Promise<LocalNode> {
   const log = options.log ?? (() => undefined);
   const imageMap: ImageMap = loadImageMap(options.imageMapFiles ?? [defaultImageMapFile()]);
   const slot = options.slot ?? claimSlot();
-  const crashCleanup: ChildProcess | undefined = startCrashCleanup(slot);
   const workDir = mkdtempSync(join(tmpdir(), 'bpa-node-'));
   const runsDir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'bpa-node-runs-'));
+  const crashCleanup: ChildProcess | undefined = startCrashCleanup(slot, [workDir, runsDir]);
   const cleanups: (() => Promise<void> | void)[] = [];
   const killNow = () => {
     sweepSlot(slot);

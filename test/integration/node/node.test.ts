@@ -7,6 +7,7 @@
  * bridge, pod subnet, Service range), so it never disturbs the shared suites.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -337,6 +338,10 @@ describe('pods as processes', () => {
     expect(seen.files[`${sa}/token`]?.split('.')).toHaveLength(3);
     // The injected token, through the node's `kubernetes` Service proxy, with the API server's CA.
     expect(seen.api).toBe(200);
+    // hostPath lives in the node's own directory; mount targets stayed in the container's overlay.
+    expect(existsSync(join(cluster.node.workDir, 'host-paths', 'data', 'reporter', 'from-init'))).toBe(true);
+    expect(existsSync('/data/reporter')).toBe(false);
+    expect(existsSync('/config-one')).toBe(false);
   });
 
   it('keeps pods off every network but its own: no route to an outside address', async () => {
@@ -417,6 +422,7 @@ describe('probes', () => {
       (p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1,
     );
     expect(restarted.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode).toBeGreaterThan(128);
+    expect(await kubectl('logs', 'unhealthy', '--previous')).toBe('started\n');
   }, 150_000);
 });
 
