@@ -1,0 +1,61 @@
+import { BpaError } from '../errors.js';
+import type { Image } from '../schemas/image.js';
+
+/**
+ * Building blocks of issue 12 item 5 (a Provisioning naming an Image; its hosts get
+ * `spec.image`): what a BareMetalHost's spec.image becomes for a Ready Image, and whether this
+ * project may write it. Not wired into host-lookup yet (docs/images.md).
+ */
+
+/** Set on a BareMetalHost whose spec.image this project wrote: `<namespace>/<Image name>`. */
+export const hostImageAnnotation = 'bpa.akraino.org/image';
+
+/** Metal3's BareMetalHost spec.image, as this project writes it. */
+export interface HostImage {
+  url: string;
+  checksum: string;
+  checksumType: 'sha256';
+  format?: NonNullable<Image['spec']['format']>;
+}
+
+/** spec.image for a Ready Image; an ImageNotReady error (a resolution failure) otherwise. */
+export function hostImageFor(image: Image): HostImage {
+  const status = image.status;
+  if (status?.phase !== 'Ready' || !status.url || !status.sha256)
+    throw new BpaError(
+      'ImageNotReady',
+      `Image ${image.metadata.namespace ?? ''}/${image.metadata.name} is ${status?.phase ?? 'Pending'}, not Ready: it cannot be provisioned yet`,
+    );
+  return {
+    url: status.url,
+    checksum: status.sha256,
+    checksumType: 'sha256',
+    ...(image.spec.format ? { format: image.spec.format } : {}),
+  };
+}
+
+export type HostImagePlan =
+  /** The host already has exactly this image. */
+  | 'unchanged'
+  /** Unset, or set earlier by this project: write it (and the annotation). */
+  | 'write'
+  /** Someone else's image: never overwritten. */
+  | 'foreign';
+
+/** Whether a host's spec.image may become `desired` (set only where unset or ours). */
+export function planHostImage(
+  host: { metadata: { annotations?: Record<string, string> }; spec?: { image?: Partial<HostImage> | null } },
+  desired: HostImage,
+): HostImagePlan {
+  const current = host.spec?.image;
+  if (
+    current &&
+    current.url === desired.url &&
+    current.checksum === desired.checksum &&
+    current.checksumType === desired.checksumType &&
+    current.format === desired.format
+  )
+    return 'unchanged';
+  if (!current?.url) return 'write';
+  return host.metadata.annotations?.[hostImageAnnotation] ? 'write' : 'foreign';
+}
