@@ -33,6 +33,7 @@ import {
   createProvisioning,
   provisioningObject,
   readProvisioning,
+  createReadyProvisioning,
 } from '../integration/functions/support/fixtures.js';
 import { conditionsOf } from './support/faulty-chain.js';
 import { createSoftware } from './support/lab-cluster.js';
@@ -63,6 +64,8 @@ async function addSshKeySecret(lab: SshHosts, name: string) {
 }
 
 async function addClusterConfigMap(name: string, data: Record<string, string>) {
+  // software-install installs only on a cluster whose Provisioning is Ready.
+  await createReadyProvisioning(cluster.kubeConfig, cluster.namespace, name);
   await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
     namespace: cluster.namespace,
     body: { metadata: { name: `${name}-configmap`, labels: { cluster: name } }, data },

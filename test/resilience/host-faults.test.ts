@@ -16,7 +16,7 @@ import { useTestCluster } from '../support/cluster.js';
 import { startSshHosts, type SshHosts } from '../support/sshd.js';
 import { startBlackHole, type BlackHole } from '../support/faults/black-hole.js';
 import { ChainHarness, sourceEvent } from '../integration/functions/support/chain-harness.js';
-import { bpaGroup } from '../integration/functions/support/fixtures.js';
+import { bpaGroup, createReadyProvisioning } from '../integration/functions/support/fixtures.js';
 import { FaultTally } from './report/tally.js';
 
 const cluster = useTestCluster();
@@ -54,6 +54,8 @@ describe('host faults during a Software install', () => {
       },
     });
     const [ok1, refused, hang, fail, rekeyed, ok2] = lab.hosts.map((h) => h.ip);
+    // software-install installs only on a cluster whose Provisioning is Ready.
+    await createReadyProvisioning(cluster.kubeConfig, namespace, 'faulty');
     await core.createNamespacedConfigMap({
       namespace,
       body: {

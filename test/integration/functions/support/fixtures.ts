@@ -176,3 +176,25 @@ export const managedFor = (owner: { metadata: { name: string; uid: string } }, c
     },
   ],
 });
+
+/**
+ * A Provisioning of `cluster` that is Ready for its current generation, as kud-job-launch leaves
+ * it: what software-install waits for (contract section 11) before it installs anything. For
+ * tests that write the cluster's node ConfigMap themselves.
+ */
+export async function createReadyProvisioning(kubeConfig: KubeConfig, namespace: string, cluster: string) {
+  await createProvisioning(
+    kubeConfig,
+    provisioningObject({
+      name: cluster,
+      namespace,
+      cluster,
+      masters: [{ label: 'ready-master', mac: 'aa:bb:cc:dd:ee:01' }],
+    }),
+  );
+  return writeProvisioningStatus(kubeConfig, namespace, cluster, {
+    conditions: [
+      { type: 'Ready', status: 'True', reason: 'ClusterReady', message: `Cluster ${cluster} is ready` },
+    ],
+  });
+}
