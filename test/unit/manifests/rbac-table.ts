@@ -107,13 +107,7 @@ export const rbacTable: Record<string, Account> = {
         group: 'batch',
         resource: 'jobs',
         verbs: ['get', 'create', 'delete'],
-        why: 'kud-<cluster>: create (a 409 reads the existing one), get on a Job update and in the sweep, delete (uid precondition) a finished Job whose launch hash changed, a cancelled one; never a list',
-      },
-      {
-        group: '',
-        resource: 'pods',
-        verbs: ['list'],
-        why: 'the sweep: the running Job’s pod (label job-name), its phase and waiting reason for status.job',
+        why: 'kud-<cluster>: create (a 409 reads the existing one), get on a Job update and in the sweep, delete (uid precondition) a finished Job whose inventory changed; never a list',
       },
       {
         group: '',
