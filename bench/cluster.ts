@@ -114,6 +114,7 @@ export const clusterBench: BenchModule = {
     }
 
     let cluster: StackCluster;
+    const started = Date.now();
     try {
       cluster = await startStackCluster({
         fallBack: false,
@@ -133,7 +134,7 @@ export const clusterBench: BenchModule = {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       print(
-        `start to ready (cold cache of nothing, warm binaries): ${(cluster.readyMs / 1000).toFixed(2)} s`,
+        `start to ready of the whole cluster, node Ready (warm binaries): ${((Date.now() - started) / 1000).toFixed(2)} s`,
       );
       const processes = cluster.controlPlane.processes;
       const rss = [

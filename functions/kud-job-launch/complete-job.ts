@@ -2,7 +2,10 @@ import type { V1Job } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { buildClusterConfigMap } from '../../shared/core/cluster-configmap.js';
+import { failedByDeadline } from '../../shared/core/job-progress.js';
 import { clusterConfigMapName } from '../../shared/core/names.js';
+import { markManaged } from '../../shared/core/ownership.js';
+import { BpaError } from '../../shared/errors.js';
 import { planNodes } from '../../shared/core/node-plan.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { EventTypes } from '../../shared/events/types.js';
@@ -31,6 +34,21 @@ export const jobFailedMessage = (cluster: string) =>
   `Job Failed, KUD not installed in Cluster ${cluster}, check pod logs`;
 
 /**
+ * Why a KUD Job failed, in the status's words: its deadline (JobDeadlineExceeded), or the
+ * contract's message for any other failure (section 6).
+ */
+export function jobFailure(job: V1Job, cluster: string): { step: string; reason: string; message: string } {
+  const step = ProvisioningCondition.kudInstalled;
+  if (failedByDeadline(job))
+    return {
+      step,
+      reason: Reason.JobDeadlineExceeded,
+      message: `Job ${job.metadata?.name} exceeded its deadline of ${job.spec?.activeDeadlineSeconds ?? '?'} s, KUD not installed in Cluster ${cluster} (raise spec.installTimeoutSeconds or KUD_ACTIVE_DEADLINE_SECONDS)`,
+    };
+  return { step, reason: Reason.JobFailed, message: jobFailedMessage(cluster) };
+}
+
+/**
  * Acts on a finished KUD Job of the live Provisioning's current generation: Complete → the
  * `<cluster>-configmap` with every node's IP, KudInstalled and Ready True, `cluster.ready`;
  * Failed → KudInstalled and Ready False with the contract message, `provisioning.failed`.
@@ -46,7 +64,9 @@ export async function completeJob(
   const ref = provisioningRef(live);
   const conditions = conditionsOf(live);
   const step = ProvisioningCondition.kudInstalled;
-  if (conditionFor(conditions, step, ref.generation)) return undefined;
+  // Recorded once per generation; JobMissing is not an end (a new Job is launched for it).
+  const recorded = conditionFor(conditions, step, ref.generation);
+  if (recorded && recorded.reason !== Reason.JobMissing) return undefined;
   const jobName = job.metadata?.name;
   if (
     !isTrueFor(conditions, ProvisioningCondition.jobLaunched, ref.generation) ||
@@ -71,7 +91,7 @@ export async function completeJob(
       clients,
       context.functionName,
       live,
-      { step, reason: Reason.JobFailed, message: jobFailedMessage(cluster) },
+      jobFailure(job, cluster),
       context.log,
     );
     if (event) {
@@ -88,7 +108,19 @@ export async function completeJob(
     nodes.data,
     planNodes(parsed.data.spec).workerOrder,
   );
-  await upsertConfigMap(clients, configMap);
+  try {
+    await upsertConfigMap(clients, markManaged(configMap), ownerOf(parsed.data));
+  } catch (error) {
+    // A <cluster>-configmap the functions did not create: left untouched, reported.
+    if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
+    return failProvisioning(
+      clients,
+      context.functionName,
+      live,
+      { step, reason: Reason.ObjectConflict, message: error.message },
+      context.log,
+    );
+  }
   const configMapName = clusterConfigMapName(cluster);
   const event = await completeProvisioningStep(
     clients,
@@ -100,7 +132,10 @@ export async function completeJob(
       message: `KUD installed in cluster ${cluster} by Job ${jobName}; node IPs in ConfigMap ${configMapName}`,
       ready: { status: 'True', reason: Reason.ClusterReady, message: `Cluster ${cluster} is ready` },
       // Failed or succeeded: a Job's completion is recorded once per generation.
-      alreadyDone: (fresh) => conditionFor(fresh, step, ref.generation) !== undefined,
+      alreadyDone: (fresh) => {
+        const current = conditionFor(fresh, step, ref.generation);
+        return current !== undefined && current.reason !== Reason.JobMissing;
+      },
       announce: {
         type: EventTypes.clusterReady,
         cluster,

@@ -5,6 +5,7 @@ import {
   defaultKudImage,
   defaultSshKeySecret,
 } from '../../shared/core/kud-job.js';
+import { functionsNamespaceEnv } from '../../shared/functions-namespace.js';
 
 /** kud-job-launch's env (docs/architecture.md, Config). */
 export const kudJobLaunchConfigSchema = z.object({
@@ -14,5 +15,11 @@ export const kudJobLaunchConfigSchema = z.object({
   SSH_KEY_SECRET: envString(defaultSshKeySecret),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
+  /** Where `kud-installer` and the cluster-name claims live (shared/functions-namespace.ts). */
+  FUNCTIONS_NAMESPACE: functionsNamespaceEnv,
+  /** Image of the deletion cleanup Job: any image with a shell and rm. */
+  CLEANUP_IMAGE: envString('docker.io/library/busybox:1.36'),
+  /** How long a deletion waits for its cleanup before the finalizer goes anyway (Warning Event). */
+  CLEANUP_TIMEOUT_SECONDS: envInt(600, { min: 1 }),
 });
 export type KudJobLaunchConfig = z.infer<typeof kudJobLaunchConfigSchema>;

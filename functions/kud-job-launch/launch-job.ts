@@ -3,9 +3,12 @@ import type { CloudEvent } from 'cloudevents';
 import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { sha256Hex } from '../../shared/core/hash.js';
 import { buildKudJob } from '../../shared/core/kud-job.js';
-import { inventoryKey, kudJobName } from '../../shared/core/names.js';
+import { launchHash } from '../../shared/core/launch-hash.js';
+import { launchHashAnnotation, launchRetryAnnotation } from '../../shared/core/lifecycle-names.js';
+import { inventoryConfigMapName, inventoryKey, kudJobName } from '../../shared/core/names.js';
+import { objectConflictMessage, ownershipConflict } from '../../shared/core/ownership.js';
 import { ownerOf } from '../../shared/core/render.js';
-import { transient } from '../../shared/errors.js';
+import { BpaError, transient } from '../../shared/errors.js';
 import { EventTypes, provisioningSubject, type InventoryRenderedData } from '../../shared/events/types.js';
 import { Reason } from '../../shared/reasons.js';
 import { provisioningSchema, type Provisioning } from '../../shared/schemas/provisioning.js';
@@ -17,35 +20,43 @@ import { createJobOrGetExisting, deleteJob } from '../../shared/k8s/jobs.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
+  failProvisioning,
   provisioningIdentity,
   provisioningTarget,
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';
-import {
-  jobInventorySha256,
-  jobProvisioningGeneration,
-  jobState,
-  jobTraceparentAnnotation,
-  provisioningGenerationAnnotation,
-} from './job-state.js';
+import { readInstallerSettings } from './installer-settings.js';
+import { decideLaunch, jobLaunchHash, type WantedLaunch } from './launch-decision.js';
+import { jobTraceparentAnnotation, provisioningGenerationAnnotation } from './job-state.js';
 import { jobsLaunched } from './metrics.js';
 
 /** How the launch went (contract section 5). */
 type Launch =
   | { outcome: 'created' | 'replaced'; job: V1Job }
-  /** The Job for this inventory already exists: success, nothing new. */
+  /** The Job for exactly this launch already exists: success, nothing new. */
   | { outcome: 'exists'; job: V1Job }
-  /** An older Job with another inventory is still running: reported, not touched. */
+  /** An older Job with another launch hash is still running: reported, not touched. */
   | { outcome: 'blocked'; job: V1Job };
+
+/** The retry request being acted on: the annotation's value host-lookup recorded ('' when none). */
+export const retryOf = (live: StoredObject) =>
+  typeof live.status?.retry === 'string' ? live.status.retry : '';
+
+/** API answers that retrying the same request cannot change (RBAC, admission, validation). */
+const refusedStatuses = new Set([400, 403, 422]);
 
 /**
  * inventory.rendered → the `kud-<cluster>` Job, created idempotently; JobLaunched True and
  * status.jobName; reply kud.job.launched when a Job was created or replaced, nothing for a
- * duplicate. An event about another generation or another inventory than the stored one is
- * stale and ignored.
+ * duplicate. Events are pointers (contract section 10): the event only names the Provisioning
+ * generation; the cluster, the inventory (from the `<cluster>-inventory` ConfigMap the functions
+ * created, after InventoryRendered True for this generation) and the launch hash all come from
+ * the API. A Job refused by the API server (403, 422: RBAC, an admission webhook or a
+ * ValidatingAdmissionPolicy) ends in Ready=False, reason JobRefused, with the server's message.
  */
 export async function launchJob(
   context: FunctionContext<KudJobLaunchConfig>,
@@ -54,39 +65,94 @@ export async function launchJob(
 ): Promise<CloudEvent<unknown> | undefined> {
   const ref = data.provisioning;
   const live = await readProvisioning(clients, ref.namespace, ref.name);
-  if (!live || !isCurrent(live, ref)) {
+  if (!live || !isCurrent(live, ref) || live.metadata.deletionTimestamp) {
     context.log.info('event is about another generation or a deleted Provisioning; ignored');
     return undefined;
   }
   const step = ProvisioningCondition.jobLaunched;
-  if (isTrueFor(conditionsOf(live), step, ref.generation)) {
+  const conditions = conditionsOf(live);
+  if (isTrueFor(conditions, step, ref.generation)) {
     context.log.debug('Job already launched for this generation');
+    return undefined;
+  }
+  if (!isTrueFor(conditions, ProvisioningCondition.inventoryRendered, ref.generation)) {
+    context.log.info('inventory not rendered for this generation; the event is not taken as a fact');
     return undefined;
   }
   const provisioning = provisioningSchema.safeParse(live);
   if (!provisioning.success) return undefined; // host-lookup reports an invalid resource
-  const inventory = (await readConfigMap(clients, ref.namespace, data.configMap))?.data?.[inventoryKey];
-  if (inventory === undefined || sha256Hex(inventory) !== data.inventorySha256) {
-    context.log.info('stored inventory differs from the event; ignored as stale', {
-      configMap: data.configMap,
-    });
+  const owner = ownerOf(provisioning.data);
+  const cluster = provisioning.data.metadata.labels.cluster;
+  const configMapName = inventoryConfigMapName(cluster);
+  const stored = await readConfigMap(clients, ref.namespace, configMapName);
+  const inventory = stored?.data?.[inventoryKey];
+  const conflict = ownershipConflict('ConfigMap', stored, owner);
+  if (inventory === undefined || conflict) {
+    if (conflict)
+      return failProvisioning(
+        clients,
+        context.functionName,
+        live,
+        { step, reason: Reason.ObjectConflict, message: conflict },
+        context.log,
+      );
+    context.log.info('no inventory stored for this generation; ignored', { configMap: configMapName });
     return undefined;
   }
-
+  const inventorySha256 = sha256Hex(inventory);
+  const installerSettings = await readInstallerSettings(clients, context.config.FUNCTIONS_NAMESPACE);
+  const hash = launchHash({
+    inventorySha256,
+    image: context.config.KUD_IMAGE,
+    cluster,
+    podSubnet: provisioning.data.spec.PodSubnet,
+    kudPlugins: provisioning.data.spec.KUDPlugins,
+    installerSettings,
+  });
+  const wanted: WantedLaunch = {
+    launchHash: hash,
+    generation: ref.generation,
+    retry: retryOf(live),
+    ownerUid: owner.uid,
+  };
   const desired = desiredJob(
     context.config,
     provisioning.data,
-    data.inventorySha256,
-    ref.generation,
+    inventorySha256,
+    wanted,
+    installerSettings,
     context.traceparent,
   );
-  const launch = await createOrReplace(clients, desired, data.inventorySha256, ref.generation);
-  const jobName = kudJobName(data.cluster);
+  const jobName = kudJobName(cluster);
+
+  let launch: Launch;
+  try {
+    launch = await createOrReplace(clients, desired, wanted);
+  } catch (error) {
+    const status = error instanceof BpaError ? error.details?.status : undefined;
+    if (error instanceof BpaError && error.reason === Reason.ObjectConflict)
+      return failProvisioning(
+        clients,
+        context.functionName,
+        live,
+        { step, reason: Reason.ObjectConflict, message: error.message },
+        context.log,
+      );
+    if (error instanceof BpaError && typeof status === 'number' && refusedStatuses.has(status))
+      return failProvisioning(
+        clients,
+        context.functionName,
+        live,
+        { step, reason: Reason.JobRefused, message: error.message },
+        context.log,
+      );
+    throw error;
+  }
   const target = provisioningTarget(ref.namespace, ref.name);
   const identity = provisioningIdentity(ref);
 
   if (launch.outcome === 'blocked') {
-    const message = `Job ${jobName} is still running with another inventory (sha256 ${jobInventorySha256(launch.job) ?? 'unknown'}); it is left alone and replaced once it finishes`;
+    const message = `Job ${jobName} is still running another launch (hash ${jobLaunchHash(launch.job) ?? 'unknown'}); it is left alone and replaced once it finishes`;
     const result = await writeConditions(clients, target, ref, {
       conditions: [{ type: step, status: 'False', reason: Reason.PreviousJobRunning, message }],
       alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
@@ -108,8 +174,8 @@ export async function launchJob(
 
   const message =
     launch.outcome === 'exists'
-      ? `KUD installer Job ${jobName} already exists for inventory sha256 ${data.inventorySha256}`
-      : `KUD installer Job ${jobName} ${launch.outcome} for inventory sha256 ${data.inventorySha256}`;
+      ? `KUD installer Job ${jobName} already exists for launch hash ${hash} (inventory sha256 ${inventorySha256})`
+      : `KUD installer Job ${jobName} ${launch.outcome} for launch hash ${hash} (inventory sha256 ${inventorySha256})`;
   const result = await writeConditions(clients, target, ref, {
     conditions: [
       { type: step, status: 'True', reason: Reason.JobLaunched, message },
@@ -127,7 +193,7 @@ export async function launchJob(
   if (result.outcome !== 'written') return undefined;
 
   if (launch.outcome === 'exists') {
-    // Already finished (e.g. a spec change that kept the inventory): no Job event will come.
+    // Already finished (e.g. a relaunch of the very same Job): no Job event will come.
     return completeJob(context, clients, result.object, launch.job);
   }
   context.metrics?.counter(jobsLaunched).inc({ outcome: launch.outcome });
@@ -146,14 +212,8 @@ export async function launchJob(
     EventTypes.kudJobLaunched,
     context.functionName,
     provisioningSubject(ref.namespace, ref.name),
-    {
-      provisioning: ref,
-      cluster: data.cluster,
-      jobName,
-      inventorySha256: data.inventorySha256,
-      outcome: launch.outcome,
-    },
-    { cluster: data.cluster },
+    { provisioning: ref, cluster, jobName, inventorySha256, outcome: launch.outcome },
+    { cluster },
   );
 }
 
@@ -161,7 +221,8 @@ function desiredJob(
   config: KudJobLaunchConfig,
   provisioning: Provisioning,
   inventorySha256: string,
-  generation: number,
+  wanted: WantedLaunch,
+  installerSettings: Record<string, string> | undefined,
   traceparent: string | undefined,
 ) {
   const job = buildKudJob(
@@ -174,15 +235,18 @@ function desiredJob(
     },
     {
       image: config.KUD_IMAGE,
-      activeDeadlineSeconds: config.KUD_ACTIVE_DEADLINE_SECONDS,
+      activeDeadlineSeconds: provisioning.spec.installTimeoutSeconds ?? config.KUD_ACTIVE_DEADLINE_SECONDS,
       sshKeySecret: config.SSH_KEY_SECRET,
+      installerEnv: installerSettings ?? {},
     },
   );
   job.metadata = {
     ...job.metadata,
     annotations: {
       ...job.metadata?.annotations,
-      [provisioningGenerationAnnotation]: String(generation),
+      [launchHashAnnotation]: wanted.launchHash,
+      [provisioningGenerationAnnotation]: String(wanted.generation),
+      ...(wanted.retry ? { [launchRetryAnnotation]: wanted.retry } : {}),
       ...(traceparent ? { [jobTraceparentAnnotation]: traceparent } : {}),
     },
   };
@@ -190,33 +254,31 @@ function desiredJob(
 }
 
 /**
- * Contract section 5: same inventory → the existing Job is success; another inventory and
- * finished → replaced (deleted, then created again); another inventory and running → left
- * alone. A failed Job with the same inventory from an older generation is replaced too: the
- * spec change is the user's way to retry.
+ * Contract sections 5 and 10 (shared by launch-decision.ts): the same launch → the existing Job
+ * is success; another launch and finished → replaced (deleted, then created again); another
+ * launch still running → left alone; a Job the functions did not create → ObjectConflict.
  */
-async function createOrReplace(
-  clients: KubeClients,
-  desired: V1Job,
-  inventorySha256: string,
-  generation: number,
-): Promise<Launch> {
+async function createOrReplace(clients: KubeClients, desired: V1Job, wanted: WantedLaunch): Promise<Launch> {
   const first = await createJobOrGetExisting(clients, desired);
   if (first.created) return { outcome: 'created', job: first.job };
   const existing = first.existing;
-  const state = jobState(existing);
-  if (jobInventorySha256(existing) === inventorySha256) {
-    const retry = state === 'failed' && (jobProvisioningGeneration(existing) ?? 0) < generation;
-    if (!retry) return { outcome: 'exists', job: existing };
-  } else if (state === 'running') {
-    return { outcome: 'blocked', job: existing };
-  }
+  const decision = decideLaunch(existing, wanted);
+  if (decision === 'conflict')
+    throw new BpaError(
+      Reason.ObjectConflict,
+      objectConflictMessage('Job', existing.metadata ?? {}, {
+        namespace: desired.metadata?.namespace ?? '',
+        name: desired.metadata?.ownerReferences?.[0]?.name ?? '',
+      }),
+    );
+  if (decision === 'exists') return { outcome: 'exists', job: existing };
+  if (decision === 'blocked') return { outcome: 'blocked', job: existing };
   await deleteJob(clients, existing);
   const second = await createJobOrGetExisting(clients, desired);
   if (second.created) return { outcome: 'replaced', job: second.job };
   if (
     second.existing.metadata?.uid !== existing.metadata?.uid &&
-    jobInventorySha256(second.existing) === inventorySha256
+    decideLaunch(second.existing, wanted) === 'exists'
   )
     return { outcome: 'exists', job: second.existing }; // a concurrent delivery replaced it first
   throw transient(

@@ -1,36 +1,159 @@
+import type { CloudEvent } from 'cloudevents';
+import {
+  failedByDeadline,
+  jobProgress,
+  newestPod,
+  type JobProgress,
+} from '../../shared/core/job-progress.js';
+import { cancelAnnotation, cleanupFinalizer } from '../../shared/core/lifecycle-names.js';
+import { isOwnedBy } from '../../shared/core/ownership.js';
+import { Reason } from '../../shared/reasons.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { callApi } from '../../shared/k8s/api-errors.js';
+import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
-import { readJob } from '../../shared/k8s/jobs.js';
-import { ProvisioningCondition } from '../../shared/k8s/provisioning.js';
+import { recordEvent } from '../../shared/k8s/events.js';
+import { hasFinalizer } from '../../shared/k8s/finalizers.js';
+import { deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import {
+  ProvisioningCondition,
+  failProvisioning,
+  provisioningIdentity,
+  provisioningRef,
+  provisioningTarget,
+} from '../../shared/k8s/provisioning.js';
 import { provisioningsResource } from '../../shared/k8s/resources.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { runSweep } from '../../shared/k8s/sweep.js';
 import type { FunctionContext } from '../../shared/server/types.js';
+import { isDeepStrictEqual } from 'node:util';
+import type { V1Job } from '@kubernetes/client-node';
 import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';
+import { advanceDeletion } from './deletion.js';
+import { jobState } from './job-state.js';
+import { launchJob } from './launch-job.js';
 
 /** Launched for its generation, completion not recorded yet: the Job may have finished unseen. */
 export function awaitsCompletion(item: StoredObject): boolean {
   const generation = item.metadata.generation ?? 0;
   const conditions = conditionsOf(item);
+  const installed = conditionFor(conditions, ProvisioningCondition.kudInstalled, generation);
   return (
     isTrueFor(conditions, ProvisioningCondition.jobLaunched, generation) &&
-    conditionFor(conditions, ProvisioningCondition.kudInstalled, generation) === undefined &&
+    (installed === undefined || installed.reason === Reason.JobMissing) &&
     typeof item.status?.jobName === 'string'
   );
 }
 
+const deleting = (item: StoredObject) =>
+  item.metadata.deletionTimestamp !== undefined && hasFinalizer(item, cleanupFinalizer);
+
 /**
- * The sweep's part here: Jobs whose completion event was dropped. Every Provisioning waiting
- * on its Job gets the Job read; a finished one is completed and its event sent to the broker.
+ * The sweep's part here, for every Provisioning that waits on its KUD Job or is being deleted:
+ * - deleted: the cleanup (deletion.ts);
+ * - `bpa.akraino.org/cancel: "true"`: the running Job is deleted, Ready=False reason Cancelled;
+ * - its Job is gone (deleted by hand, garbage-collected): KudInstalled=False reason JobMissing
+ *   and a new Job for the current generation;
+ * - its Job runs: status.job shows the pod, its phase, why it waits, and the time left;
+ * - its Job finished unseen (a dropped event): completed, and the event sent to the broker.
  */
 export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<void> {
   return runSweep(context, {
     resource: provisioningsResource,
     kind: 'Provisioning',
-    select: awaitsCompletion,
+    select: (item) => deleting(item) || awaitsCompletion(item),
     redrive: async (item, clients) => {
-      const job = await readJob(clients, item.metadata.namespace ?? '', String(item.status?.jobName));
-      return job ? completeJob(context, clients, item, job) : undefined;
+      if (deleting(item)) {
+        await advanceDeletion(clients, context.config, item, context.functionName, context.log);
+        return undefined;
+      }
+      const namespace = item.metadata.namespace ?? '';
+      const job = await readJob(clients, namespace, String(item.status?.jobName));
+      const ours = job && isOwnedBy(job.metadata, { uid: item.metadata.uid ?? '' }) ? job : undefined;
+      if (item.metadata.annotations?.[cancelAnnotation] === 'true')
+        return cancel(context, clients, item, ours);
+      if (!ours) return relaunchMissing(context, clients, item);
+      if (jobState(ours) === 'running') await recordProgress(clients, item, ours);
+      return completeJob(context, clients, item, ours);
     },
+  });
+}
+
+/** Cancel: delete the running Job (ours only) and end in Ready=False, reason Cancelled. */
+async function cancel(
+  context: FunctionContext<KudJobLaunchConfig>,
+  clients: KubeClients,
+  item: StoredObject,
+  job: V1Job | undefined,
+): Promise<CloudEvent<unknown> | undefined> {
+  if (job && jobState(job) === 'running') await deleteJob(clients, job);
+  const name = String(item.status?.jobName);
+  return failProvisioning(
+    clients,
+    context.functionName,
+    item,
+    {
+      step: ProvisioningCondition.kudInstalled,
+      reason: Reason.Cancelled,
+      message: `Cancelled by ${cancelAnnotation}: Job ${name} was deleted; set bpa.akraino.org/retry to a new value (after removing ${cancelAnnotation}) to run it again`,
+    },
+    context.log,
+  );
+}
+
+/** The awaited Job is gone: say so (KudInstalled False, JobMissing), then launch a new one. */
+async function relaunchMissing(
+  context: FunctionContext<KudJobLaunchConfig>,
+  clients: KubeClients,
+  item: StoredObject,
+): Promise<CloudEvent<unknown> | undefined> {
+  const ref = provisioningRef(item);
+  const name = String(item.status?.jobName);
+  const message = `Job ${name} disappeared while the Provisioning waited for it; a new Job is launched for generation ${ref.generation}`;
+  const result = await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
+    conditions: [
+      { type: ProvisioningCondition.kudInstalled, status: 'False', reason: Reason.JobMissing, message },
+      // Not launched any more: the launch below (or the next sweep) launches again.
+      { type: ProvisioningCondition.jobLaunched, status: 'Unknown', reason: Reason.JobMissing, message },
+      { type: ProvisioningCondition.ready, status: 'Unknown', reason: Reason.JobMissing, message },
+    ],
+    fields: { job: undefined },
+  });
+  if (result.outcome !== 'written') return undefined;
+  await recordEvent(
+    clients,
+    {
+      object: provisioningIdentity(ref),
+      type: 'Warning',
+      reason: Reason.JobMissing,
+      message,
+      component: context.functionName,
+    },
+    context.log,
+  );
+  const cluster = item.metadata.labels?.cluster ?? '';
+  return launchJob(context, clients, {
+    provisioning: ref,
+    cluster,
+    clusterType: item.metadata.labels?.['cluster-type'] === 'virtlet-vm' ? 'virtlet-vm' : 'baremetal',
+    configMap: `${cluster}-inventory`,
+    inventorySha256: '0'.repeat(64), // not read: launchJob reads the stored inventory
+  });
+}
+
+/** status.job: the pod of the running Job, its phase, why it waits, and the time left. */
+async function recordProgress(clients: KubeClients, item: StoredObject, job: V1Job): Promise<void> {
+  if (failedByDeadline(job)) return;
+  const namespace = item.metadata.namespace ?? '';
+  const pods = await callApi(`list the pods of Job ${namespace}/${job.metadata?.name}`, () =>
+    clients.core.listNamespacedPod({ namespace, labelSelector: `job-name=${job.metadata?.name}` }),
+  );
+  const progress: JobProgress = jobProgress(job, newestPod(pods.items), new Date());
+  const ref = provisioningRef(item);
+  await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
+    conditions: [],
+    fields: { job: progress },
+    alreadyDone: (_conditions, fresh) => isDeepStrictEqual(fresh.status?.job, progress),
   });
 }

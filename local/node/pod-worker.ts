@@ -320,6 +320,11 @@ export class PodWorker {
   }
 
   private async writeStatusLoop(): Promise<void> {
+    // markDirty assigns this.statusWrite only after this returns its promise: yield first, so
+    // that the finally below clears it after that assignment even when there is nothing to write
+    // (a pod already gone). Otherwise flushStatus awaits a settled promise forever, a microtask
+    // loop that starves the whole process (timers, I/O, signals).
+    await Promise.resolve();
     try {
       while (this.statusDirty && !this.gone) {
         this.statusDirty = false;

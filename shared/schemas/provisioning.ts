@@ -84,6 +84,8 @@ export const provisioningSpecSchema = z
     workers: z.array(workerEntrySchema).nullish(),
     KUDPlugins: z.array(kudPluginSchema).nullish(),
     PodSubnet: podSubnetSchema.nullish(),
+    /** This Provisioning's KUD Job deadline, instead of KUD_ACTIVE_DEADLINE_SECONDS. */
+    installTimeoutSeconds: z.number().int().positive().nullish(),
   })
   .loose();
 export type ProvisioningSpec = z.infer<typeof provisioningSpecSchema>;

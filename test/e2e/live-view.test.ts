@@ -1,22 +1,23 @@
 /**
  * The live view in a real headless Chromium (Debian's `chromium`, driven by playwright-core):
  * a Provisioning runs through the embedded stack while the page is open; the page must show
- * each condition turning True and the events arriving, and show an event's data on click.
+ * each condition turning True and the events arriving, and show an event's data on click. The
+ * stack runs on its own one-machine cluster, so the KUD Job is run by Kubernetes' Job controller on
+ * the node (OUR IMITATION of a kubelet), its container the KUD installer stand-in pinging the lab's
+ * real sshd hosts on the node's network. Needs root.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubernetesObjectApi } from '@kubernetes/client-node';
 import { chromium, type Browser } from 'playwright-core';
 import { applyObject } from '../../local/control-plane/apply.js';
-import { createNamespace } from '../../local/control-plane/namespaces.js';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
-import { applyLabBareMetalHosts } from '../../local/lab/bare-metal-hosts.js';
-import { startSimulatedJobController, type SimulatedJobController } from '../../local/lab/job-controller.js';
-import { labHosts, labProvisioning } from '../../local/lab/lab-definition.js';
-import { renderIscLeaseFile } from '../../local/lab/lease-file.js';
+import { labProvisioning } from '../../local/lab/lab-definition.js';
+import { startLab, type Lab } from '../../local/lab/lab.js';
+import { startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
 import { CloudEvent, HTTP } from 'cloudevents';
 import { liveViewPage } from '../../local/live-view/page.js';
 import { startLiveView } from '../../local/live-view/server.js';
@@ -29,24 +30,23 @@ const cluster = 'live-view-edge';
 
 let stack: Stack | undefined;
 let browser: Browser | undefined;
-let jobController: SimulatedJobController | undefined;
+let stackCluster: StackCluster | undefined;
+let lab: Lab | undefined;
 let dir: string;
 
 beforeAll(async () => {
   if (!existsSync(chromiumPath)) throw new Error(`${chromiumPath} is missing: apt-get install -y chromium`);
   dir = mkdtempSync(join(tmpdir(), 'bpa-live-view-'));
-  const leases = join(dir, 'dhcpd.leases');
-  writeFileSync(leases, renderIscLeaseFile(labHosts.filter((h) => h.inLeaseFile)));
+  stackCluster = await startStackCluster({ fallBack: false });
+  lab = await startLab({ namespace, network: stackCluster.nodeNetwork! });
   stack = await startStack({
+    kubeconfig: stackCluster.kubeconfigPath,
     port: await freeLoopbackPort(),
-    leases,
     log: () => undefined,
     logFile: join(dir, 'stack.log'),
-    functionsEnv: { BMH_NAMESPACE: namespace },
+    functionsEnv: lab.functionsEnv,
   });
-  await createNamespace(stack.kubeConfig, namespace);
-  await applyLabBareMetalHosts(stack.kubeConfig, labHosts, namespace);
-  jobController = startSimulatedJobController({ kubeConfig: stack.kubeConfig, namespace, runMs: 300 });
+  await lab.applyToCluster(stack.kubeConfig);
   browser = await chromium.launch({
     executablePath: chromiumPath,
     args: [
@@ -61,11 +61,12 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  jobController?.stop();
   await browser?.close();
   await stack?.stop();
+  await lab?.stop();
+  await stackCluster?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
-}, 60_000);
+}, 120_000);
 
 describe('the live view', () => {
   it('serves a page whose inline script parses (it is a string in TypeScript: escapes are easy to break)', () => {
@@ -139,7 +140,7 @@ describe('the live view', () => {
     }
     // Per-node state from status.nodes.
     const nodesText = await card.locator('table').textContent();
-    for (const host of labHosts) expect(nodesText).toContain(host.ip);
+    for (const host of lab!.hosts) expect(nodesText).toContain(host.ip);
 
     // The events arrived as they happened, with their trigger and an HTTP status.
     for (const type of [

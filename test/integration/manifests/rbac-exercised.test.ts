@@ -248,10 +248,17 @@ describe('each function under its own ServiceAccount', () => {
   it('patches the Events that repeat when a spec change keeps the inventory', async () => {
     const provisioning = await patchSpec('provisionings', 'edge', { PodSubnet: '10.244.128.0/18' });
     expect(provisioning.metadata.generation).toBe(2);
-    // Same inventory: the finished Job is kept and the cluster is ready again at once.
+    // Same inventory, another installer argument: another launch hash, so the finished Job is
+    // replaced (delete, create) and the cluster is ready again when the new one completes.
     expect(summary(await chain.publish(sourceEvent('update', provisioning)))).toEqual([
       ['host-lookup', 200, EventTypes.hostsResolved],
       ['inventory-render', 200, EventTypes.inventoryRendered],
+      ['kud-job-launch', 200, EventTypes.kudJobLaunched],
+    ]);
+    // While it runs, kud-job-launch's sweep shows its pod on status (pods list).
+    expect((await chain.deliver('kud-job-launch', pingEvent())).status).toBe(204);
+    await finishJobAsController(admin(), cluster.namespace, 'kud-edge-1', 'Complete');
+    expect(summary(await chain.publish(await jobUpdateEvent(admin(), cluster.namespace, 'kud-edge-1')))).toEqual([
       ['kud-job-launch', 200, EventTypes.clusterReady],
       ['software-install', 204, undefined],
     ]);

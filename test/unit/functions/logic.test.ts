@@ -3,6 +3,7 @@ import { conditionFor, setCondition } from '../../../shared/k8s/conditions.js';
 import { classifyApiError } from '../../../shared/k8s/api-errors.js';
 import { ApiException } from '@kubernetes/client-node';
 import { nextStep } from '../../../functions/host-lookup/next-step.js';
+import { decideLaunch } from '../../../functions/kud-job-launch/launch-decision.js';
 import { parseLeasesSource } from '../../../functions/host-lookup/lease-source.js';
 import { clusterNodesFrom } from '../../../functions/software-install/cluster-nodes.js';
 import { needsInstall } from '../../../functions/software-install/sweep.js';
@@ -196,5 +197,59 @@ describe('Job state', () => {
         }) as never,
       ),
     ).toBe(600);
+  });
+});
+
+describe('the KUD Job launch decision', () => {
+  const owner = { uid: 'uid-p' };
+  const job = (options: {
+    hash?: string;
+    state?: 'Complete' | 'Failed';
+    generation?: number;
+    retry?: string;
+    ours?: boolean;
+  }) => ({
+    metadata: {
+      name: 'kud-c',
+      labels: (options.ours === false ? {} : { 'app.kubernetes.io/managed-by': 'bpa-functions' }) as Record<
+        string,
+        string
+      >,
+      annotations: {
+        'bpa.akraino.org/launch-hash': options.hash ?? 'h1',
+        'bpa.akraino.org/provisioning-generation': String(options.generation ?? 1),
+        ...(options.retry ? { 'bpa.akraino.org/retry-of': options.retry } : {}),
+      },
+      ownerReferences: [
+        {
+          apiVersion: 'bpa.akraino.org/v1alpha1',
+          kind: 'Provisioning',
+          name: 'p',
+          uid: owner.uid,
+          controller: true,
+        },
+      ],
+    },
+    status: options.state ? { conditions: [{ type: options.state, status: 'True' }] } : {},
+  });
+  const wanted = { launchHash: 'h1', generation: 1, retry: '', ownerUid: owner.uid };
+  it('creates, keeps the same launch, and replaces another once it finished', () => {
+    expect(decideLaunch(undefined, wanted)).toBe('create');
+    expect(decideLaunch(job({}), wanted)).toBe('exists');
+    expect(decideLaunch(job({ state: 'Complete' }), wanted)).toBe('exists');
+    expect(decideLaunch(job({ hash: 'h0' }), wanted)).toBe('blocked');
+    expect(decideLaunch(job({ hash: 'h0', state: 'Complete' }), wanted)).toBe('replace');
+  });
+  it('re-runs a failed launch for a new generation or a new retry value only', () => {
+    expect(decideLaunch(job({ state: 'Failed' }), wanted)).toBe('exists');
+    expect(decideLaunch(job({ state: 'Failed' }), { ...wanted, generation: 2 })).toBe('replace');
+    expect(decideLaunch(job({ state: 'Failed' }), { ...wanted, retry: 'again' })).toBe('replace');
+    expect(decideLaunch(job({ state: 'Failed', retry: 'again' }), { ...wanted, retry: 'again' })).toBe(
+      'exists',
+    );
+  });
+  it('never adopts a Job it did not create for this Provisioning', () => {
+    expect(decideLaunch(job({ ours: false }), wanted)).toBe('conflict');
+    expect(decideLaunch(job({}), { ...wanted, ownerUid: 'uid-other' })).toBe('conflict');
   });
 });

@@ -107,7 +107,13 @@ export const rbacTable: Record<string, Account> = {
         group: 'batch',
         resource: 'jobs',
         verbs: ['get', 'create', 'delete'],
-        why: 'kud-<cluster>: create (a 409 reads the existing one), get on a Job update and in the sweep, delete (uid precondition) a finished Job whose inventory changed; never a list',
+        why: 'kud-<cluster>: create (a 409 reads the existing one), get on a Job update and in the sweep, delete (uid precondition) a finished Job whose launch hash changed, a cancelled one; never a list',
+      },
+      {
+        group: '',
+        resource: 'pods',
+        verbs: ['list'],
+        why: 'the sweep: the running Job’s pod (label job-name), its phase and waiting reason for status.job',
       },
       {
         group: '',
@@ -133,6 +139,12 @@ export const rbacTable: Record<string, Account> = {
         resource: 'softwares/status',
         verbs: ['update'],
         why: `Installed, Ready, status.hosts, the install claim: ${statusWhy}`,
+      },
+      {
+        group: bpa,
+        resource: 'provisionings',
+        verbs: ['get', 'list'],
+        why: 'installs wait until the Provisioning of the cluster is Ready for its current generation: get the ConfigMap’s owner, list by label cluster= when it names none',
       },
       {
         group: bpa,

@@ -1,0 +1,129 @@
+import { kudJobName } from '../../shared/core/names.js';
+import { buildCleanupJob } from '../../shared/core/lifecycle-objects.js';
+import { cleanupFinalizer, cleanupJobName } from '../../shared/core/lifecycle-names.js';
+import { isOwnedBy } from '../../shared/core/ownership.js';
+import { recordedLabelsOf } from '../../shared/core/recorded-labels.js';
+import { Reason } from '../../shared/reasons.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
+import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { recordEvent } from '../../shared/k8s/events.js';
+import { hasFinalizer, removeFinalizer } from '../../shared/k8s/finalizers.js';
+import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import {
+  ProvisioningCondition,
+  clusterOf,
+  provisioningIdentity,
+  provisioningRef,
+  provisioningTarget,
+} from '../../shared/k8s/provisioning.js';
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import type { Logger } from '../../shared/log.js';
+import type { KudJobLaunchConfig } from './config.js';
+import { jobState } from './job-state.js';
+
+export type DeletionStep =
+  /** The cleanup Job runs (or was just created): nothing else until it ends. */
+  | 'cleaning'
+  /** Cleaned up (or nothing to clean); the name is free and the finalizer removed. */
+  | 'done'
+  /** The cleanup could not run in time or failed: finalizer removed anyway, Warning Event. */
+  | 'given-up';
+
+const secondsSince = (time: unknown, now: Date) => {
+  const at = typeof time === 'string' || time instanceof Date ? new Date(time).getTime() : NaN;
+  return Number.isNaN(at) ? 0 : (now.getTime() - at) / 1000;
+};
+
+/**
+ * Deletion (contract section 10): a Provisioning with a deletionTimestamp and the
+ * `bpa.akraino.org/cleanup` finalizer. The running KUD Job is deleted; a short cleanup Job on
+ * the host network removes `/opt/kud/multi-cluster/<cluster>` (it holds a cluster-admin
+ * kubeconfig); then the cluster name is released and the finalizer removed, and the owned
+ * objects go by garbage collection. A cleanup that fails or is not done within
+ * CLEANUP_TIMEOUT_SECONDS of the deletion is reported (Warning Event) and the finalizer is
+ * removed anyway: a deletion never hangs forever. Objects the functions did not create are
+ * never touched. Idempotent: each sweep (or event) takes the next step from what the API says.
+ */
+export async function advanceDeletion(
+  clients: KubeClients,
+  config: KudJobLaunchConfig,
+  live: StoredObject,
+  component: string,
+  log: Logger,
+  now: Date = new Date(),
+): Promise<DeletionStep | undefined> {
+  if (!live.metadata.deletionTimestamp || !hasFinalizer(live, cleanupFinalizer)) return undefined;
+  const ref = provisioningRef(live);
+  const identity = provisioningIdentity(ref);
+  const owner = { uid: ref.uid };
+  // The name the status describes: what the KUD Job was launched for.
+  const cluster = recordedLabelsOf(live.status)?.cluster ?? clusterOf(live);
+  const event = (type: 'Normal' | 'Warning', reason: string, message: string) =>
+    recordEvent(clients, { object: identity, type, reason, message, component }, log);
+
+  const finish = async (step: DeletionStep): Promise<DeletionStep> => {
+    if (cluster) await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, cluster, owner);
+    await removeFinalizer(clients, provisioningTarget(ref.namespace, ref.name), live, cleanupFinalizer);
+    return step;
+  };
+
+  if (!cluster || typeof live.status?.jobName !== 'string') {
+    // No KUD Job was ever launched: nothing on the node to clean.
+    return finish('done');
+  }
+  const kudJob = await readJob(clients, ref.namespace, kudJobName(cluster));
+  if (kudJob && isOwnedBy(kudJob.metadata, owner) && jobState(kudJob) === 'running')
+    await deleteJob(clients, kudJob);
+
+  const elapsed = secondsSince(live.metadata.deletionTimestamp, now);
+  const cleanup = await readJob(clients, ref.namespace, cleanupJobName(cluster));
+  const ours = cleanup && isOwnedBy(cleanup.metadata, owner) ? cleanup : undefined;
+  const state = ours ? jobState(ours) : undefined;
+  if (state === 'complete') {
+    await event('Normal', 'CleanupDone', `Removed the KUD directory of cluster ${cluster} from the node`);
+    return finish('done');
+  }
+  if (state === 'failed' || elapsed >= config.CLEANUP_TIMEOUT_SECONDS) {
+    const why =
+      state === 'failed'
+        ? `cleanup Job ${cleanupJobName(cluster)} failed`
+        : `cleanup not done ${config.CLEANUP_TIMEOUT_SECONDS} s after the deletion${ours ? '' : ' (its Job could not be created)'}`;
+    await event(
+      'Warning',
+      'CleanupTimedOut',
+      `${why}; the finalizer is removed anyway: /opt/kud/multi-cluster/${cluster} may be left on the node`,
+    );
+    return finish('given-up');
+  }
+  let running = ours !== undefined;
+  if (!cleanup) {
+    try {
+      await createJobOrGetExisting(
+        clients,
+        buildCleanupJob({ name: ref.name, namespace: ref.namespace, uid: ref.uid }, cluster, {
+          image: config.CLEANUP_IMAGE,
+        }),
+      );
+      running = true;
+    } catch (error) {
+      // Refused (403/422) or unavailable: reported on status; the timeout ends the wait.
+      log.warn('cleanup Job could not be created', { cluster, error: String(error) });
+    }
+  }
+  await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
+    conditions: [
+      {
+        type: ProvisioningCondition.ready,
+        status: 'Unknown',
+        reason: Reason.Deleting,
+        message: running
+          ? `Deleting: cleanup Job ${cleanupJobName(cluster)} removes /opt/kud/multi-cluster/${cluster} (at most ${config.CLEANUP_TIMEOUT_SECONDS} s)`
+          : `Deleting: the cleanup Job ${cleanupJobName(cluster)} cannot be created${cleanup ? ' (a Job of that name was not created by bpa-functions)' : ''}; the finalizer goes after ${config.CLEANUP_TIMEOUT_SECONDS} s`,
+      },
+    ],
+    alreadyDone: (conditions) =>
+      conditions.some((c) => c.type === ProvisioningCondition.ready && c.reason === Reason.Deleting),
+  });
+  return 'cleaning';
+}
