@@ -147,12 +147,6 @@ export const rbacTable: Record<string, Account> = {
         why: 'installs wait until the Provisioning of the cluster is Ready for its current generation: get the ConfigMap’s owner, list by label cluster= when it names none',
       },
       {
-        group: bpa,
-        resource: 'provisionings',
-        verbs: ['get', 'list'],
-        why: 'installs wait until the Provisioning of the cluster is Ready for its current generation: get the ConfigMap’s owner, list by label cluster= when it names none',
-      },
-      {
         group: '',
         resource: 'configmaps',
         verbs: ['list'],
