@@ -408,8 +408,10 @@ describe('probes', () => {
       {
         image: 'bpa.local/test/shell:1',
         command: ['/bin/sh', '-c', 'echo started; sleep 600'],
+        // Each run lives 3 s before its first probe: long enough to print, for --previous.
         livenessProbe: {
           exec: { command: ['/bin/sh', '-c', 'exit 1'] },
+          initialDelaySeconds: 3,
           periodSeconds: 1,
           failureThreshold: 1,
         },
