@@ -1,41 +1,58 @@
-import type http from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import http from 'node:http';
 import https from 'node:https';
-import { Http1Pool, type PostOutcome } from './http1-client.js';
 
 /** What one POST produced: a response, or a connection-level failure (refused, reset, timeout). */
-export type SendOutcome = PostOutcome;
+export type SendOutcome =
+  | { kind: 'response'; status: number; headers: IncomingHttpHeaders; body: Buffer }
+  | { kind: 'error'; message: string };
 
 export interface SendOptions {
   headers: Record<string, string>;
   body: Buffer;
   /** Per-attempt timeout covering connect, request and response body. */
   timeoutMs?: number;
-  /** Shutdown: once aborted, no request starts (and an https one in flight is aborted). */
+  /** Shutdown: once aborted, no request starts (and those in flight are aborted). */
   signal?: AbortSignal;
   /** Largest response body kept; the rest is read and dropped. */
   maxResponseBytes?: number;
 }
 
 /**
- * Keep-alive connection pools so a busy trigger reuses connections like Knative's pooled
- * transport: `http1` (the broker's own client) for `http:` targets, an https.Agent for `https:`.
+ * Keep-alive connection pools (Node's http.Agent and https.Agent), so a busy trigger reuses
+ * connections like Knative's pooled transport, and the requests in flight through them: a
+ * shutdown fails those at once (destroyAgents).
  */
-export function createAgents(maxSockets = 256) {
+export interface Agents {
+  http: http.Agent;
+  https: https.Agent;
+  inFlight: Set<http.ClientRequest>;
+  closed: boolean;
+}
+
+export function createAgents(maxSockets = 256): Agents {
+  const options = { keepAlive: true, maxSockets, maxFreeSockets: maxSockets };
   return {
-    http1: new Http1Pool(),
-    https: new https.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets }),
+    http: new http.Agent(options),
+    https: new https.Agent(options),
+    inFlight: new Set(),
+    closed: false,
   };
 }
-export type Agents = ReturnType<typeof createAgents>;
 
 const abortedMessage = 'delivery aborted: broker is shutting down';
+const defaultMaxResponseBytes = 10 * 1024 * 1024;
 
 /**
- * Closes the pools: requests still in flight fail at once (a shutdown calls this right after it
- * aborts its signal, which stops backoffs and the requests not started yet).
+ * Closes the pools: requests still in flight fail at once, and later ones without being sent (a
+ * shutdown calls this right after it aborts its signal, which stops backoffs and the requests
+ * not started yet).
  */
 export function destroyAgents(agents: Agents): void {
-  agents.http1.destroy(abortedMessage);
+  agents.closed = true;
+  for (const request of agents.inFlight) request.destroy(new Error(abortedMessage));
+  agents.inFlight.clear();
+  agents.http.destroy();
   agents.https.destroy();
 }
 
@@ -49,6 +66,7 @@ function optionsFor(url: URL): http.RequestOptions {
       hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
       port: url.port,
       path: `${url.pathname}${url.search}`,
+      method: 'POST',
       ...(url.username || url.password
         ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }
         : {}),
@@ -58,16 +76,10 @@ function optionsFor(url: URL): http.RequestOptions {
   return options;
 }
 
-/** POSTs a message and collects the whole response; never rejects. */
+/** POSTs a message to an `http:` or `https:` URL and collects the whole response; never rejects. */
 export function postMessage(url: URL, options: SendOptions, agents: Agents): Promise<SendOutcome> {
-  if (options.signal?.aborted) return Promise.resolve({ kind: 'error', message: abortedMessage });
-  if (url.protocol === 'http:') {
-    // In flight, these end when the pool is destroyed (destroyAgents), not by a listener each.
-    return agents.http1.post(url, options.headers, options.body, {
-      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      ...(options.maxResponseBytes !== undefined ? { maxResponseBytes: options.maxResponseBytes } : {}),
-    });
-  }
+  if (agents.closed || options.signal?.aborted)
+    return Promise.resolve({ kind: 'error', message: abortedMessage });
   let target: http.RequestOptions;
   try {
     target = optionsFor(url);
@@ -75,49 +87,64 @@ export function postMessage(url: URL, options: SendOptions, agents: Agents): Pro
     // WHATWG URL keeps a bare '%' in userinfo as it is; decoding it throws.
     return Promise.resolve({ kind: 'error', message: 'URL credentials are not valid percent-encoding' });
   }
+  const secure = url.protocol === 'https:';
   return new Promise((resolve) => {
+    let request: http.ClientRequest;
+    try {
+      // Throws for a header name or value Node refuses (CR LF, spaces in a name): nothing is sent.
+      request = (secure ? https : http).request({
+        ...target,
+        agent: secure ? agents.https : agents.http,
+        headers: { ...options.headers, 'content-length': String(options.body.length) },
+      });
+    } catch (error) {
+      resolve({ kind: 'error', message: (error as Error).message });
+      return;
+    }
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
     const finish = (outcome: SendOutcome) => {
       if (settled) return;
       settled = true;
       if (timer) clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
+      agents.inFlight.delete(request);
       resolve(outcome);
     };
-    const request = https.request({
-      ...target,
-      method: 'POST',
-      agent: agents.https,
-      headers: { ...options.headers, 'content-length': String(options.body.length) },
-    });
-    const onAbort = () => {
-      request.destroy(new Error(abortedMessage));
-    };
-    if (options.signal?.aborted) {
-      finish({ kind: 'error', message: abortedMessage });
-      return;
-    }
-    options.signal?.addEventListener('abort', onAbort, { once: true });
+    agents.inFlight.add(request);
     if (options.timeoutMs !== undefined) {
-      timer = setTimeout(() => {
-        request.destroy(new Error(`timeout after ${options.timeoutMs} ms`));
-      }, options.timeoutMs);
+      const timeoutMs = options.timeoutMs;
+      timer = setTimeout(() => request.destroy(new Error(`timeout after ${timeoutMs} ms`)), timeoutMs);
     }
-    request.on('error', (error) => finish({ kind: 'error', message: error.message }));
+    request.on('error', (error) =>
+      finish({ kind: 'error', message: agents.closed ? abortedMessage : error.message }),
+    );
     request.on('response', (response) => {
       const chunks: Buffer[] = [];
       let kept = 0;
-      const limit = options.maxResponseBytes ?? 10 * 1024 * 1024;
+      const limit = options.maxResponseBytes ?? defaultMaxResponseBytes;
       response.on('data', (chunk: Buffer) => {
         if (kept < limit) {
           chunks.push(chunk);
           kept += chunk.length;
         }
       });
-      response.on('error', (error) => finish({ kind: 'error', message: error.message }));
+      // Node reports a connection lost mid-body as 'aborted'; say what it means.
+      response.on('error', (error) =>
+        finish({
+          kind: 'error',
+          message: agents.closed
+            ? abortedMessage
+            : response.complete
+              ? error.message
+              : 'response aborted before its end',
+        }),
+      );
       response.on('close', () => {
-        if (!response.complete) finish({ kind: 'error', message: 'response aborted before its end' });
+        if (!response.complete)
+          finish({
+            kind: 'error',
+            message: agents.closed ? abortedMessage : 'response aborted before its end',
+          });
       });
       response.on('end', () =>
         finish({
