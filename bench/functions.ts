@@ -15,8 +15,8 @@ import type { BenchModule } from './run.js';
  * bundle, scripts/bundle.mjs) as its own process. Prints, as medians of 10 starts:
  * - ready: from spawn until /health/readiness answers 200 (goal <= 300 ms), beside the floor,
  *   a bare `node -e ''` from spawn to exit;
- * - the CPU the process used until then (user + system, from /proc: less noisy than wall time
- *   on a shared machine);
+ * - the CPU the process used until then (user + system, from /proc, 10 ms ticks: less noisy
+ *   than wall time on a shared machine), beside a bare node's CPU when it runs its first line;
  * - RSS when ready (goal < 80 MiB);
  * and the same for the unbundled tsc output (dist/functions/<name>/main.js), 3 starts, for
  * comparison. Readiness never calls the API server, so these starts get a kubeconfig that
@@ -114,6 +114,22 @@ async function coldStart(entry: string, kubeconfig: string): Promise<Start> {
   }
 }
 
+/** CPU a bare Node process has used once it runs its first line (user + system, ms). */
+async function bareNodeCpuMs(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', "process.stdout.write('up'); setInterval(() => {}, 1000)"], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.once('error', reject);
+      child.stdout.once('data', () => resolve());
+    });
+    return await cpuMs(child.pid as number);
+  } finally {
+    await stop(child);
+  }
+}
+
 /** Spawn to exit of `node -e ''`: what any Node process costs before it runs a line. */
 async function bareNode(): Promise<number> {
   const started = performance.now();
@@ -153,13 +169,19 @@ export const functionsBench: BenchModule = {
     );
     try {
       const floor: number[] = [];
-      for (let run = 0; run < starts; run++) floor.push(await bareNode());
+      const floorCpu: number[] = [];
+      for (let run = 0; run < starts; run++) {
+        floor.push(await bareNode());
+        floorCpu.push(await bareNodeCpuMs());
+      }
       print(
         `load average ${loadavg()
           .map((l) => l.toFixed(2))
           .join(' ')}; medians of ${starts} starts each`,
       );
-      print(`floor: node -e '' from spawn to exit ${Math.round(median(floor))} ms`);
+      print(
+        `floor: node -e '' from spawn to exit ${Math.round(median(floor))} ms; a bare node's CPU at its first line ${Math.round(median(floorCpu))} ms`,
+      );
       print('function          ready     CPU       RSS ready   | unbundled: ready   CPU       RSS');
       for (const [index, name] of functionNames.entries()) {
         const runs: Start[] = [];
