@@ -76,6 +76,7 @@ it('runs until SIGINT with the CRDs installed, then stops cleanly', async () => 
   ]);
   expect(crds.stdout.trim().split('\n').sort()).toEqual([
     'customresourcedefinition.apiextensions.k8s.io/baremetalhosts.metal3.io',
+    'customresourcedefinition.apiextensions.k8s.io/images.bpa.akraino.org',
     'customresourcedefinition.apiextensions.k8s.io/provisionings.bpa.akraino.org',
     'customresourcedefinition.apiextensions.k8s.io/softwares.bpa.akraino.org',
   ]);
