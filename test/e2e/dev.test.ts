@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import ssh2 from 'ssh2';
 import { stringify } from 'yaml';
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
@@ -14,9 +15,13 @@ import { ProcessOutput } from './support/process-output.js';
 
 const run = promisify(execFile);
 
-/** Env of the child: no test cluster, so `bpa dev` starts its own control plane. */
+/**
+ * Env of the child: no test cluster, so `bpa dev` starts its own one-machine cluster (control
+ * plane, Kubernetes' controllers and the node, OUR IMITATION of a kubelet; needs root).
+ */
 function isolatedEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info' };
+  // host-lookup reads BareMetalHosts from BMH_NAMESPACE only (shipped default: metal3).
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', BMH_NAMESPACE: namespace };
   for (const name of Object.keys(env))
     if (name === 'KUBECONFIG' || name.startsWith('BPA_TEST_')) delete env[name];
   return env;
@@ -41,6 +46,16 @@ const resources = [
     metadata: { name: 'server-1', namespace },
     spec: { online: true, bootMACAddress: mac },
   },
+  // The KUD Job mounts it (any key: the host's address is a documentation one, never reached).
+  {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'ssh-key-secret', namespace },
+    stringData: (() => {
+      const key = ssh2.utils.generateKeyPairSync('ed25519');
+      return { id_rsa: key.private, 'id_rsa.pub': key.public };
+    })(),
+  },
   {
     apiVersion: 'bpa.akraino.org/v1alpha1',
     kind: 'Provisioning',
@@ -50,7 +65,7 @@ const resources = [
 ];
 
 describe('bpa dev (a real process)', () => {
-  it('starts the stack, turns a Provisioning applied with kubectl into a KUD Job, and stops cleanly on SIGINT', async () => {
+  it('starts the stack on the node, turns a Provisioning applied with kubectl into a KUD Job that really runs, and stops cleanly on SIGINT', async () => {
     const cli = await builtCli();
     const dir = mkdtempSync(join(tmpdir(), 'bpa-dev-e2e-'));
     const kubeconfig = join(dir, 'kubeconfig');
@@ -66,6 +81,9 @@ describe('bpa dev (a real process)', () => {
     const exited = once(child, 'exit');
     try {
       await output.waitFor(/^ready: /m, 240_000);
+      // On the one-machine cluster: the controllers and the node run.
+      expect(output.stdout).toMatch(/kube-controller-manager\s+pid \d+/);
+      expect(output.stdout).toMatch(/node\s+bpa-node: pods in 10\.244\.\d+\.0\/24/);
       expect(output.stdout).toContain(`broker`);
       expect(output.stdout).toMatch(new RegExp(`http://127\\.0\\.0\\.1:\\d+/bpa-system/default`));
       expect(output.stdout).toMatch(/live view\s+http:\/\/127\.0\.0\.1:\d+\//);
@@ -104,6 +122,26 @@ describe('bpa dev (a real process)', () => {
           `event\\s+knative\\.apiserver\\.resource\\.add\\s+/apis/bpa\\.akraino\\.org/v1alpha1/namespaces/${namespace}/provisionings/${clusterName} → host-lookup-provisioning-add\\s+\\d{3}\\s+\\d+ ms`,
         ),
       );
+      // The Job ran on the node: its host (192.0.2.21, no route to it) never answered, so the
+      // stand-in exited 1 and Kubernetes' Job controller failed the Job; kubectl logs shows why.
+      let failed = '';
+      for (let i = 0; i < 240 && failed !== 'True'; i++) {
+        failed = (
+          await kubectl(
+            'get',
+            'job',
+            `kud-${clusterName}`,
+            '-n',
+            namespace,
+            '-o',
+            `jsonpath={.status.conditions[?(@.type=="Failed")].status}`,
+          )
+        ).stdout;
+        if (failed !== 'True') await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      expect(failed).toBe('True');
+      const logs = (await kubectl('logs', `job/kud-${clusterName}`, '-n', namespace)).stdout;
+      expect(logs).toContain('[kud-installer stand-in] FAILED: host(s) did not answer over SSH: master-1');
     } finally {
       child.kill('SIGINT');
     }
@@ -116,5 +154,5 @@ describe('bpa dev (a real process)', () => {
       run('kubectl', ['--kubeconfig', kubeconfig, 'get', 'ns', '--request-timeout=3s']),
     ).rejects.toThrow();
     rmSync(dir, { recursive: true, force: true });
-  });
+  }, 300_000);
 });
