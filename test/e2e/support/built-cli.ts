@@ -1,7 +1,8 @@
 /**
- * The e2e tests run `node bin/bpa.js` as a real process, so dist/ must match the sources.
- * `npm test` builds first (pretest); when jest runs on its own this rebuilds when a source is
- * newer than dist/cli/main.js. A directory lock keeps two test workers from building at once.
+ * The e2e tests run `node bin/bpa.js` (the bundled CLI, dist/bundle/cli/main.mjs) as a real
+ * process, so dist/ must match the sources. `npm test` builds first (pretest); when jest runs on
+ * its own this rebuilds (tsc, then scripts/bundle.mjs) when a source is newer than the bundled
+ * CLI. A directory lock keeps two test workers from building at once.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
@@ -22,11 +23,15 @@ function newestSourceMtime(dir: string): number {
   return newest;
 }
 
+/** The tsc output (other tests run it) and the bundled CLI (bin/bpa.js runs it). */
+const builtEntries = (root: string) => [
+  join(root, 'dist', 'cli', 'main.js'),
+  join(root, 'dist', 'bundle', 'cli', 'main.mjs'),
+];
+
 const isStale = (root: string) => {
-  const entry = join(root, 'dist', 'cli', 'main.js');
-  if (!existsSync(entry)) return true;
-  const built = statSync(entry).mtimeMs;
-  return sourceDirs.some((dir) => newestSourceMtime(join(root, dir)) > built);
+  const newest = Math.max(...sourceDirs.map((dir) => newestSourceMtime(join(root, dir))));
+  return builtEntries(root).some((entry) => !existsSync(entry) || statSync(entry).mtimeMs < newest);
 };
 
 /** Returns the path of bin/bpa.js after making sure dist/ is current. */
@@ -52,11 +57,12 @@ export async function builtCli(): Promise<string> {
           cwd: root,
         },
       ).catch(() => undefined);
+      await run(process.execPath, [join(root, 'scripts', 'bundle.mjs')], { cwd: root });
     }
   } finally {
     rmdirSync(lock);
   }
-  if (!existsSync(join(root, 'dist', 'cli', 'main.js')))
-    throw new Error('npm run build did not produce dist/cli/main.js');
+  if (!existsSync(join(root, 'dist', 'bundle', 'cli', 'main.mjs')))
+    throw new Error('npm run build did not produce dist/bundle/cli/main.mjs');
   return join(root, 'bin', 'bpa.js');
 }
