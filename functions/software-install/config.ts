@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { envInt, envList, envOptionalString, envString } from '../../shared/config.js';
+
+/** Where the SSH work runs: in a Kubernetes Job per Software generation (contract section 11), or in the request (the local lab). */
+export const installRunners = ['in-request', 'job'] as const;
 import { defaultSshKeySecret } from '../../shared/core/kud-job.js';
 
 /** software-install's env (docs/architecture.md, Config). */
@@ -21,6 +24,15 @@ export const softwareInstallConfigSchema = z.object({
   INSTALL_RETRY_DELAY_SECONDS: envInt(10, { min: 0, max: 3600 }),
   /** A host Lease's duration: how long a dead installer keeps a host before another may take it. */
   HOST_LEASE_SECONDS: envInt(60, { min: 5, max: 3600 }),
+  /** `job`: software-install creates an install Job (install-job/) and holds no request open. */
+  INSTALL_RUNNER: z.preprocess(
+    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
+    z.enum(installRunners).default('in-request'),
+  ),
+  /** The install Job's image: the functions' own (the same TypeScript install code). */
+  INSTALL_JOB_IMAGE: envString('bpa-functions/software-install:latest'),
+  /** The image's command for the install entry point (comma-separated words). */
+  INSTALL_JOB_COMMAND: envList(['node', 'dist/functions/software-install/install-job/main.js']),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
 });

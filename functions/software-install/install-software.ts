@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { CloudEvent } from 'cloudevents';
 import { clusterConfigMapName } from '../../shared/core/names.js';
@@ -18,6 +19,7 @@ import { forgetHostKeys, pendingForget, pendingRetry } from './annotations.js';
 import { clusterGate } from './cluster-gate.js';
 import { clusterNodesFrom, findClusterConfigMap, type ClusterNode } from './cluster-nodes.js';
 import { installedNodesOf, nodesNotInstalled } from './install-job/run.js';
+import { launchInstallJob } from './launch-install-job.js';
 import type { SoftwareInstallConfig } from './config.js';
 import { hostKeyVerification } from './host-keys.js';
 import { hostInstalls, sshCommandDuration, sshConnectDuration } from './metrics.js';
@@ -140,6 +142,45 @@ export async function installSoftware(
     return { kind: 'skipped' };
   }
 
+  if (context.config.INSTALL_RUNNER === 'job') {
+    // A new run of the same generation (retry, forgotten keys, joined nodes) is a new Job.
+    const again = wasInstalled || requested || installed?.status === 'False';
+    const runId = again
+      ? createHash('sha256')
+          .update(JSON.stringify([retry, forget?.value, nodes.map((n) => [n.label, n.ip])]))
+          .digest('hex')
+          .slice(0, 8)
+      : '';
+    const jobName = await launchInstallJob(
+      context.config,
+      clients,
+      claimed,
+      runId,
+      claimSeconds(context.config, plans.length),
+    );
+    const message = `Installing on ${plans.length} host${plans.length === 1 ? '' : 's'} in Job ${jobName}`;
+    await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
+      conditions: [
+        { type: SoftwareCondition.installed, status: 'Unknown', reason: Reason.Installing, message },
+        { type: SoftwareCondition.ready, status: 'Unknown', reason: Reason.Installing, message },
+      ],
+      fields: { installJob: jobName },
+    });
+    await recordEvent(
+      clients,
+      {
+        object: softwareIdentity(ref),
+        type: 'Normal',
+        reason: 'InstallJobCreated',
+        message,
+        component: functionName,
+      },
+      log,
+    );
+    log.info('install job created', { cluster, job: jobName, hosts: plans.length });
+    return { kind: 'waiting' };
+  }
+
   const hostKeys = await hostKeyVerification(context.config, clients, claimed, cluster);
   log.info('installing', { cluster, hosts: plans.length });
   const results = await runInstall({
@@ -213,6 +254,14 @@ async function waitForCluster(
   context.log.info('cluster not ready; waiting for cluster.ready', { cluster, status: result.outcome });
 }
 
+/** How long an install of `hostCount` hosts may take: the claim's expiry and the Job's deadline. */
+function claimSeconds(config: SoftwareInstallConfig, hostCount: number): number {
+  const rounds = Math.max(1, Math.ceil(hostCount / config.SSH_CONCURRENCY));
+  const attempt = config.SSH_TIMEOUT_SECONDS + config.SSH_CONNECT_TIMEOUT_SECONDS;
+  const retries = config.INSTALL_ATTEMPTS * attempt + config.INSTALL_RETRY_DELAY_SECONDS * 16;
+  return rounds * (config.INSTALL_RUNNER === 'job' ? retries : attempt) + 60;
+}
+
 /**
  * Claims this generation: Installed=Unknown (Installing) plus a claim with an expiry, written
  * with the read resourceVersion. A 409 re-reads: if someone else claimed it, we step back.
@@ -226,9 +275,7 @@ async function claim(
 ): Promise<StoredObject | undefined> {
   const ref = softwareRef(live);
   const target = softwareTarget(ref.namespace, ref.name);
-  const { SSH_TIMEOUT_SECONDS, SSH_CONNECT_TIMEOUT_SECONDS, SSH_CONCURRENCY } = context.config;
-  const rounds = Math.max(1, Math.ceil(hostCount / SSH_CONCURRENCY));
-  const seconds = rounds * (SSH_TIMEOUT_SECONDS + SSH_CONNECT_TIMEOUT_SECONDS) + 60;
+  const seconds = claimSeconds(context.config, hostCount);
   const message = `Installing on ${hostCount} host${hostCount === 1 ? '' : 's'}`;
   let current: StoredObject | undefined = live;
   for (let attempt = 1; attempt <= 5 && current; attempt++) {

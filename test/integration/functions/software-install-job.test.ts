@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import {
+  BatchV1Api,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -38,7 +39,9 @@ import { useTestCluster } from '../../support/cluster.js';
 import { startDebianHosts, type DebianHosts } from '../../support/debian-host.js';
 import { asServiceAccount } from '../../support/service-account-kubeconfig.js';
 import { startSshHosts, type SshHosts } from '../../support/sshd.js';
-import { bpaGroup } from './support/fixtures.js';
+import { definition as softwareInstall } from '../../../functions/software-install/index.js';
+import { ChainHarness, sourceEvent } from './support/chain-harness.js';
+import { bpaGroup, createReadyProvisioning } from './support/fixtures.js';
 
 const run = promisify(execFile);
 const cluster = useTestCluster();
@@ -413,5 +416,100 @@ describe('on recording hosts (faults on purpose)', () => {
     expect(stored.status?.hosts?.[0]).toMatchObject({ attempts: 1, exitCode: null });
     expect(stored.status?.hosts?.[0]?.error).toMatch(/host key has changed/);
     expect(host.commands().length).toBe(before);
+  }, 120_000);
+});
+
+describe('software-install creates the Job (INSTALL_RUNNER=job) and holds no request open', () => {
+  let lab: SshHosts;
+  let harness: ChainHarness;
+  beforeAll(async () => {
+    lab = await startSshHosts({ count: 1, firstAddress: 95 });
+    await createKeySecret('ssh-key-secret', lab.privateKey);
+    await createReadyProvisioning(cluster.kubeConfig, cluster.namespace, 'launch');
+    await createClusterNodes('launch', { MASTER_l1: lab.hosts[0]?.ip ?? '' });
+    harness = new ChainHarness(cluster.kubeConfig, {
+      SSH_USER: lab.username,
+      SSH_PORT: String(lab.port),
+      INSTALL_RUNNER: 'job',
+      INSTALL_JOB_IMAGE: 'registry.example/bpa/software-install:test',
+      INSTALL_RETRY_DELAY_SECONDS: '1',
+    });
+    await harness.start([softwareInstall]);
+  }, 120_000);
+  afterAll(async () => {
+    await harness?.stop();
+    await lab?.stopAll();
+  });
+
+  it('the event creates the Job, its ServiceAccount and Role; the Job’s command, run as that ServiceAccount, installs', async () => {
+    const software = await createSoftware('launch-tools', 'launch', { masterSoftware: ['htop'] });
+    const [delivery] = await harness.publish(sourceEvent('add', software as never));
+    expect(delivery?.status).toBe(204);
+    expect(lab.hosts[0]?.commands()).toEqual([]);
+    let stored = await readSoftware('launch-tools');
+    expect(condition(stored, 'Installed')).toMatchObject({ status: 'Unknown', reason: 'Installing' });
+    expect(condition(stored, 'Installed')?.message).toBe(
+      'Installing on 1 host in Job launch-tools-install-1',
+    );
+
+    const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
+    const job = await batch.readNamespacedJob({
+      name: 'launch-tools-install-1',
+      namespace: cluster.namespace,
+    });
+    expect(job.metadata?.ownerReferences?.[0]).toMatchObject({
+      kind: 'Software',
+      name: 'launch-tools',
+      controller: true,
+    });
+    const pod = job.spec?.template.spec;
+    expect(pod?.serviceAccountName).toBe('launch-tools-installer');
+    const container = pod?.containers[0];
+    expect(container?.image).toBe('registry.example/bpa/software-install:test');
+    expect(container?.args).toEqual([
+      '--namespace',
+      cluster.namespace,
+      '--name',
+      'launch-tools',
+      '--generation',
+      '1',
+    ]);
+
+    // A replay creates nothing twice.
+    await harness.publish(sourceEvent('add', software as never));
+    const jobs = await batch.listNamespacedJob({
+      namespace: cluster.namespace,
+      labelSelector: 'bpa.akraino.org/software=launch-tools',
+    });
+    expect(jobs.items).toHaveLength(1);
+
+    // What the node would run for the Job's pod: its command and args, its env, its ServiceAccount's token.
+    const asJob = await asServiceAccount(
+      cluster.kubeConfig,
+      cluster.namespace,
+      'launch-tools-installer',
+      new KubeConfig(),
+    );
+    const dir = await mkdtemp(join(tmpdir(), 'bpa-install-job-'));
+    try {
+      await writeFile(join(dir, 'kubeconfig'), asJob.exportConfig(), { mode: 0o600 });
+      const [command, ...commandArgs] = container?.command ?? [];
+      expect(command).toBe('node');
+      const env = Object.fromEntries((container?.env ?? []).map((e) => [e.name, e.value ?? '']));
+      await run(process.execPath, [...commandArgs.map((a) => resolve(a)), ...(container?.args ?? [])], {
+        env: {
+          PATH: process.env.PATH,
+          KUBECONFIG: join(dir, 'kubeconfig'),
+          HOSTNAME: 'launch-tools-install-1-x',
+          ...env,
+        },
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    stored = await readSoftware('launch-tools');
+    expect(condition(stored, 'Ready')).toMatchObject({ status: 'True', reason: 'Installed' });
+    expect(lab.hosts[0]?.commands()).toHaveLength(1);
+    expect(stored.status?.hosts?.[0]).toMatchObject({ node: 'l1', exitCode: 0, attempts: 1 });
   }, 120_000);
 });
