@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { envList, envOptionalString } from '../../shared/config.js';
+import { functionsNamespaceEnv } from '../../shared/functions-namespace.js';
 import { parseLeasesSource } from './lease-source.js';
 
 export const defaultBmhNamespace = 'metal3';
@@ -37,5 +38,7 @@ export const hostLookupConfigSchema = z.object({
   IP_SOURCES: envList(['leases', 'nics'], ['leases', 'nics']),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
+  /** Where the cluster-name claims live (shared/functions-namespace.ts). */
+  FUNCTIONS_NAMESPACE: functionsNamespaceEnv,
 });
 export type HostLookupConfig = z.infer<typeof hostLookupConfigSchema>;

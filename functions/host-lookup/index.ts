@@ -23,6 +23,7 @@ import {
 } from '../../shared/server/types.js';
 import { ClusterFacts } from './cluster-facts.js';
 import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
+import { recordHandling, rerunReason } from './lifecycle.js';
 import { hostLookupMetrics } from './metrics.js';
 import { resolveProvisioning } from './resolve-provisioning.js';
 import { sweep } from './sweep.js';
@@ -50,21 +51,31 @@ async function onProvisioningChange(
     context.log.info('Provisioning is gone; event is stale');
     return undefined;
   }
-  // Status writes come back as update events: once this generation is handled, stop here.
+  if (live.metadata.deletionTimestamp) {
+    context.log.debug('Provisioning is being deleted; kud-job-launch cleans up');
+    return undefined;
+  }
+  // Status writes come back as update events: once this generation is handled, stop here,
+  // unless the labels changed or a retry was asked for (contract section 10).
   const generation = live.metadata.generation ?? 0;
   const handled = conditionFor(conditionsOf(live), ProvisioningCondition.hostsResolved, generation);
+  const rerun = rerunReason(live);
   // Unknown means a transient fault was recorded and the step is being retried.
-  if (handled && handled.status !== 'Unknown') {
+  if (handled && handled.status !== 'Unknown' && !rerun) {
     context.log.debug('hosts already handled for this generation', { generation });
     return undefined;
   }
+  if (rerun) context.log.info('re-running the chain for this generation', { generation, why: rerun });
+  const current = await recordHandling(clients, live, rerun);
+  if (!current) return undefined;
   const outcome = await withRetryingCondition(
     clients,
     provisioningTarget(namespace, object.metadata.name),
     { uid: live.metadata.uid, generation },
     ProvisioningCondition.hostsResolved,
     context.log,
-    () => resolveProvisioning(context, clients, new ClusterFacts(clients, context.config, context.log), live),
+    () =>
+      resolveProvisioning(context, clients, new ClusterFacts(clients, context.config, context.log), current),
   );
   return outcome.kind === 'skipped' ? undefined : outcome.event;
 }

@@ -17,6 +17,7 @@ import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { ClusterFacts } from './cluster-facts.js';
 import type { HostLookupConfig } from './config.js';
+import { claimCluster } from './lifecycle.js';
 import { nodesResolved } from './metrics.js';
 
 export type ResolveOutcome =
@@ -53,6 +54,23 @@ export async function resolveProvisioning(
     return { kind: 'failed', event };
   }
   const provisioning = parsed.data;
+  const claim = await claimCluster(
+    clients,
+    context.config.FUNCTIONS_NAMESPACE,
+    live,
+    provisioning.metadata.labels.cluster,
+  );
+  if (claim.kind === 'taken') {
+    // Touches nothing else; the sweep retries, so it proceeds once the owner is deleted.
+    const event = await failProvisioning(
+      clients,
+      context.functionName,
+      live,
+      { step, reason: Reason.ClusterNameInUse, message: claim.message },
+      context.log,
+    );
+    return { kind: 'failed', event };
+  }
   let nodes: ResolvedNode[];
   let clusterType;
   try {

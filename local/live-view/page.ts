@@ -113,13 +113,26 @@ export const liveViewPage = `<!doctype html>
     for (const t of types) {
       const c = byType.get(t);
       chips.append(el('span', { class: 'cond', 'data-condition': t, 'data-status': c ? c.status : 'Pending',
-        title: c ? (c.reason || '') + (c.message ? ': ' + c.message : '') : 'not reported yet', text: t + (c ? ' ' + c.status : '') }));
+        'data-reason': c ? c.reason || '' : '',
+        title: c ? (c.reason || '') + (c.message ? ': ' + c.message : '') : 'not reported yet',
+        // A condition that is not True shows its reason (ClusterNameInUse, JobMissing, Cancelled...).
+        text: t + (c ? ' ' + c.status + (c.status !== 'True' && c.reason ? ' · ' + c.reason : '') : '') }));
     }
     card.append(chips);
     for (const c of conds) if (c.status === 'False' && c.message) card.append(el('div', { class: 'msg', text: c.type + ': ' + c.message }));
     if (r.kind === 'Provisioning' && (status.nodes || []).length)
       card.append(table(['node', 'roles', 'mac', 'ip', 'source'], status.nodes.map((n) => [n.label, (n.roles || []).join(','), n.mac, n.ip, n.source])));
-    if (r.kind === 'Provisioning' && status.jobName) card.append(el('div', { class: 'sub' }, el('small', { text: 'Job ' + status.jobName })));
+    if (r.kind === 'Provisioning' && status.jobName) {
+      // The KUD Job's progress (status.job): its pod, phase, why it waits, time to its deadline.
+      const job = status.job || {};
+      const parts = ['Job ' + status.jobName];
+      if (job.pod) parts.push('pod ' + job.pod + (job.phase ? ' ' + job.phase : ''));
+      if (job.waitingReason) parts.push('waiting: ' + job.waitingReason + (job.waitingMessage ? ' (' + job.waitingMessage + ')' : ''));
+      if (typeof job.secondsLeft === 'number') parts.push(job.secondsLeft + ' s before the deadline');
+      card.append(el('div', { class: 'sub', 'data-job-progress': '' }, el('small', { text: parts.join(' · ') })));
+    }
+    if (r.kind === 'Provisioning' && status.kubeconfigSecret)
+      card.append(el('div', { class: 'sub' }, el('small', { text: 'kubeconfig in Secret ' + status.kubeconfigSecret })));
     if (r.kind === 'Software' && (status.hosts || []).length)
       card.append(table(['host', 'ip', 'packages', 'exit', 'time', 'error'], status.hosts.map((h) =>
         [h.node, h.ip, (h.packages || []).join(' '), h.exitCode === null ? '—' : h.exitCode, Math.round(h.durationMs || 0) + ' ms', h.error || ''])));

@@ -53,6 +53,13 @@ export default async function globalSetup(): Promise<void> {
   process.env[testEnv.assetsDir] = controlPlane.assetsDir;
   // Code under test that loads the default kubeconfig must reach this server, never a real one.
   process.env.KUBECONFIG = controlPlane.kubeconfigPath;
+  // The functions' own namespace (FUNCTIONS_NAMESPACE's default): the cluster-name claims
+  // live there, as they do in an install of manifests/.
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { createNamespace } = await import('../../local/control-plane/index.js');
+  const admin = new KubeConfig();
+  admin.loadFromFile(controlPlane.kubeconfigPath);
+  await createNamespace(admin, 'bpa-system', { 'app.kubernetes.io/part-of': 'bpa-functions' });
   const { apiserverReadyMs, crdsReadyMs } = controlPlane.timings;
   process.stderr.write(
     `\n[control-plane] ${controlPlane.server}: kube-apiserver ready after ${apiserverReadyMs} ms, ` +

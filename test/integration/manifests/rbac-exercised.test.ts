@@ -10,7 +10,14 @@
  * authorizer sees them) must be exactly its rows of the table, so a rule nothing uses fails too.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { BatchV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  BatchV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { EventTypes } from '../../../shared/events/types.js';
 import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
@@ -135,6 +142,20 @@ describe('each function under its own ServiceAccount', () => {
         },
       },
     });
+    // A claim of cluster edge-1 left by a Provisioning that is gone: host-lookup takes it over.
+    await admin()
+      .makeApiClient(CoordinationV1Api)
+      .createNamespacedLease({
+        namespace,
+        body: {
+          metadata: {
+            name: 'cluster-edge-1',
+            labels: { 'app.kubernetes.io/managed-by': 'bpa-functions' },
+            annotations: { 'bpa.akraino.org/holder-uid': 'uid-of-a-deleted-provisioning' },
+          },
+          spec: { holderIdentity: `${namespace}/deleted` },
+        },
+      });
     await createBareMetalHost(admin(), { name: 'bmh-master', namespace, bootMac: masterMac });
     await createBareMetalHost(admin(), {
       name: 'bmh-worker',
@@ -146,6 +167,8 @@ describe('each function under its own ServiceAccount', () => {
     const env = {
       BMH_NAMESPACE: namespace,
       VM_NAMESPACES: namespace,
+      // The install namespace here (the Roles are rendered into it): cluster-name claims.
+      FUNCTIONS_NAMESPACE: namespace,
       SWEEP_NAMESPACES: namespace,
       LEASES_SOURCE: `configmap:${namespace}/dhcp-leases/dhcpd.leases`,
       SSH_USER: lab.username,
@@ -313,6 +336,20 @@ describe('each function under its own ServiceAccount', () => {
     });
     const status = await readProvisioning(admin(), namespace, 'edge');
     expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'True', observedGeneration: 3 });
+  });
+
+  it('deletes a Provisioning: kud-job-launch’s sweep releases its cluster name and removes the finalizer', async () => {
+    const namespace = cluster.namespace;
+    const leases = admin().makeApiClient(CoordinationV1Api);
+    expect((await leases.readNamespacedLease({ name: 'cluster-vm-edge', namespace })).spec?.holderIdentity).toBe(
+      `${namespace}/vms`,
+    );
+    await custom().deleteNamespacedCustomObject({ ...bpaGroup, plural: 'provisionings', namespace, name: 'vms' });
+    expect((await chain.deliver('kud-job-launch', pingEvent())).status).toBe(204);
+    await expect(leases.readNamespacedLease({ name: 'cluster-vm-edge', namespace })).rejects.toMatchObject({ code: 404 });
+    await expect(
+      custom().getNamespacedCustomObject({ ...bpaGroup, plural: 'provisionings', namespace, name: 'vms' }),
+    ).rejects.toMatchObject({ code: 404 });
   });
 
   it.each(functions.map((f) => f.name))('%s made exactly the calls of its rows in the RBAC table', (name) => {

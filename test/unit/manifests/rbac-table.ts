@@ -62,6 +62,12 @@ export const rbacTable: Record<string, Account> = {
       },
       { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `HostsResolved, Ready, status.nodes: ${statusWhy}` },
       {
+        group: bpa,
+        resource: 'provisionings',
+        verbs: ['patch'],
+        why: 'adds the bpa.akraino.org/cleanup finalizer (JSON patch of metadata.finalizers only)',
+      },
+      {
         group: 'metal3.io',
         resource: 'baremetalhosts',
         verbs: ['list'],
@@ -75,6 +81,14 @@ export const rbacTable: Record<string, Account> = {
         why: 'the lease ConfigMap of LEASES_SOURCE=configmap:…; the sweep re-reads <cluster>-inventory to re-send inventory.rendered',
       },
       eventGrant,
+    ],
+    installNamespaceGrants: [
+      {
+        group: 'coordination.k8s.io',
+        resource: 'leases',
+        verbs: ['get', 'create', 'delete'],
+        why: '(install namespace only) the cluster-name claims cluster-<cluster>: read, create, delete an abandoned one',
+      },
     ],
   },
   'inventory-render': {
@@ -104,6 +118,12 @@ export const rbacTable: Record<string, Account> = {
       },
       { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `JobLaunched, KudInstalled, Ready, jobName: ${statusWhy}` },
       {
+        group: bpa,
+        resource: 'provisionings',
+        verbs: ['patch'],
+        why: 'removes the bpa.akraino.org/cleanup finalizer after the deletion cleanup (JSON patch of metadata.finalizers only)',
+      },
+      {
         group: 'batch',
         resource: 'jobs',
         verbs: ['get', 'create', 'delete'],
@@ -122,6 +142,14 @@ export const rbacTable: Record<string, Account> = {
         why: 'get: <cluster>-inventory; <cluster>-configmap upserted: get, then create, or replace (update) when the node IPs changed',
       },
       eventGrant,
+    ],
+    installNamespaceGrants: [
+      {
+        group: 'coordination.k8s.io',
+        resource: 'leases',
+        verbs: ['get', 'delete'],
+        why: '(install namespace only) releases the cluster-name claim when a Provisioning is deleted',
+      },
     ],
   },
   'software-install': {

@@ -14,6 +14,11 @@ import type { Env } from '../../../../shared/config.js';
 import { EventTypes, SourceEventTypes } from '../../../../shared/events/types.js';
 import { silentLogger } from '../../../../shared/log.js';
 import {
+  createNamespace,
+  deleteNamespace,
+  uniqueNamespaceName,
+} from '../../../../local/control-plane/index.js';
+import {
   startFunctionServer,
   type RunningFunctionServer,
 } from '../../../../shared/server/function-server.js';
@@ -88,11 +93,19 @@ export class ChainHarness {
 
   constructor(
     private readonly kubeConfig: KubeConfig,
-    private readonly env: Env = {},
+    private env: Env = {},
   ) {}
+
+  /** The functions' own namespace (cluster-name claims, kud-installer) when the env names none. */
+  private ownNamespace?: string;
 
   async start<C extends unknown[]>(definitions: { [K in keyof C]: FunctionDefinition<C[K]> }): Promise<void> {
     await this.collector.start();
+    if (!this.env.FUNCTIONS_NAMESPACE) {
+      // One per harness, so cluster names of one test file never claim those of another.
+      this.ownNamespace = await createNamespace(this.kubeConfig, uniqueNamespaceName('bpa-functions'));
+      this.env = { ...this.env, FUNCTIONS_NAMESPACE: this.ownNamespace };
+    }
     for (const definition of definitions as FunctionDefinition<unknown>[]) {
       const server = await startFunctionServer({
         definition,
@@ -112,6 +125,7 @@ export class ChainHarness {
   async stop(): Promise<void> {
     for (const server of this.servers.values()) await server.close();
     await this.collector.stop();
+    if (this.ownNamespace) await deleteNamespace(this.kubeConfig, this.ownNamespace);
   }
 
   url(name: string): string {

@@ -1,0 +1,110 @@
+import { clusterNameInUseMessage } from '../../shared/core/cluster-claim.js';
+import { cleanupFinalizer, retryAnnotation } from '../../shared/core/lifecycle-names.js';
+import {
+  labelsChanged,
+  labelsToRecord,
+  observedLabelsField,
+  recordedLabelsOf,
+} from '../../shared/core/recorded-labels.js';
+import { Reason } from '../../shared/reasons.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { claimClusterName } from '../../shared/k8s/cluster-claims.js';
+import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
+import { ensureFinalizer } from '../../shared/k8s/finalizers.js';
+import { ProvisioningCondition, provisioningTarget } from '../../shared/k8s/provisioning.js';
+import { updateStatus } from '../../shared/k8s/status-writer.js';
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import { isDeepStrictEqual } from 'node:util';
+
+/** The conditions of the chain's steps: dropped when the chain re-runs for the same generation. */
+const stepConditions: readonly string[] = [
+  ProvisioningCondition.hostsResolved,
+  ProvisioningCondition.inventoryRendered,
+  ProvisioningCondition.jobLaunched,
+  ProvisioningCondition.kudInstalled,
+];
+
+const retryValueOf = (live: StoredObject) => live.metadata.annotations?.[retryAnnotation] ?? '';
+const recordedRetryOf = (live: StoredObject) =>
+  typeof live.status?.retry === 'string' ? live.status.retry : '';
+
+/**
+ * Why the chain must run again for the same generation (contract section 10), or undefined:
+ * - the `cluster` or `cluster-type` label differs from the labels the status describes (labels
+ *   do not bump the generation; fixing an invalid label on a failed Provisioning makes it go on);
+ * - `bpa.akraino.org/retry` has a new value and the Provisioning is failed (Ready False).
+ */
+export function rerunReason(live: StoredObject): string | undefined {
+  if (labelsChanged(live.metadata.labels, live.status)) return 'labels changed';
+  const retry = retryValueOf(live);
+  if (retry === '' || retry === recordedRetryOf(live)) return undefined;
+  const ready = conditionFor(conditionsOf(live), ProvisioningCondition.ready, live.metadata.generation ?? 0);
+  return ready?.status === 'False' ? `${retryAnnotation}=${retry}` : undefined;
+}
+
+/**
+ * Records what this handling is about, on a fresh read: the labels (status.observedLabels) and
+ * the retry value acted on (status.retry). With `rerun`, the step conditions of the chain are
+ * dropped too, so every step runs again for this generation (a new Job, via the launch hash or
+ * the retry value). Returns the object as stored afterwards.
+ */
+export async function recordHandling(
+  clients: KubeClients,
+  live: StoredObject,
+  rerun: string | undefined,
+): Promise<StoredObject | undefined> {
+  const target = provisioningTarget(live.metadata.namespace ?? '', live.metadata.name);
+  const result = await updateStatus(clients, target, (fresh) => {
+    if (fresh.metadata.uid !== live.metadata.uid) return undefined;
+    const labels = labelsToRecord(fresh.metadata.labels);
+    const retry = rerun ? retryValueOf(fresh) : recordedRetryOf(fresh);
+    const sameLabels = isDeepStrictEqual(recordedLabelsOf(fresh.status), labels);
+    if (!rerun && sameLabels && recordedRetryOf(fresh) === retry) return undefined;
+    const conditions = rerun
+      ? conditionsOf(fresh)
+          .filter((c) => !stepConditions.includes(c.type))
+          .map((c) =>
+            c.type === ProvisioningCondition.ready
+              ? {
+                  ...c,
+                  status: 'Unknown' as const,
+                  reason: Reason.Provisioning,
+                  message: `Re-running the chain: ${rerun}`,
+                }
+              : c,
+          )
+      : fresh.status?.conditions;
+    return {
+      ...fresh.status,
+      conditions,
+      [observedLabelsField]: labels,
+      ...(retry ? { retry } : {}),
+      ...(rerun ? { job: undefined } : {}),
+    };
+  });
+  return result.outcome === 'gone' ? undefined : result.object;
+}
+
+export type Claim = { kind: 'mine' } | { kind: 'taken'; message: string };
+
+/**
+ * One owner per cluster name: the finalizer first (so a claim is always released on deletion),
+ * then the claim of the name in the functions' namespace.
+ */
+export async function claimCluster(
+  clients: KubeClients,
+  functionsNamespace: string,
+  live: StoredObject,
+  cluster: string,
+): Promise<Claim> {
+  const target = provisioningTarget(live.metadata.namespace ?? '', live.metadata.name);
+  await ensureFinalizer(clients, target, live, cleanupFinalizer);
+  const claim = await claimClusterName(clients, functionsNamespace, cluster, {
+    namespace: live.metadata.namespace ?? '',
+    name: live.metadata.name,
+    uid: live.metadata.uid ?? '',
+  });
+  return claim.kind === 'mine'
+    ? claim
+    : { kind: 'taken', message: clusterNameInUseMessage(cluster, claim.holder) };
+}

@@ -1,0 +1,268 @@
+/**
+ * One owner per cluster name, changes applied, retry, and deletion (contract section 10),
+ * through the functions' real HTTP servers and the real API server: two Provisionings racing for
+ * one name (in one namespace and in two), the name released on delete, an invalid label fixed
+ * with `kubectl label --overwrite`, `bpa.akraino.org/retry`, and the finalizer (a cleanup Job
+ * that succeeds, and one that cannot run: a timeout, then the finalizer goes with a Warning).
+ *
+ * Imitation, said plainly: no Job controller runs here, so the test writes the cleanup Job's
+ * status as the controller would; the cleanup Job's `rm` itself runs only on the one-machine
+ * cluster's node (not in this file).
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  BatchV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { EventTypes } from '../../../shared/events/types.js';
+import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
+import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
+import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
+import { createNamespace, deleteNamespace, uniqueNamespaceName } from '../../../local/control-plane/index.js';
+import { useTestCluster } from '../../support/cluster.js';
+import {
+  ChainHarness,
+  finishJobAsController,
+  jobUpdateEvent,
+  pingEvent,
+  sourceEvent,
+} from './support/chain-harness.js';
+import {
+  bpaGroup,
+  conditionOf,
+  createBareMetalHost,
+  createProvisioning,
+  provisioningObject,
+  readProvisioning,
+} from './support/fixtures.js';
+
+const run = promisify(execFile);
+const cluster = useTestCluster();
+const mac = (i: number) => `ee:10:00:00:00:${String(i).padStart(2, '0')}`;
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+describe('cluster names, changes, retry and deletion', () => {
+  let harness: ChainHarness;
+  let other = '';
+  let functionsNamespace = '';
+  const custom = () => cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+  const batch = () => cluster.kubeConfig.makeApiClient(BatchV1Api);
+  const leases = () => cluster.kubeConfig.makeApiClient(CoordinationV1Api);
+  const core = () => cluster.kubeConfig.makeApiClient(CoreV1Api);
+  const object = (namespace: string, name: string, clusterName: string, i: number) =>
+    provisioningObject({ name, namespace, cluster: clusterName, masters: [{ label: 'm', mac: mac(i) }] });
+  const add = async (namespace: string, name: string, clusterName: string, i: number) =>
+    createProvisioning(cluster.kubeConfig, object(namespace, name, clusterName, i));
+  const jobsOf = async (namespace: string, clusterName: string) =>
+    (await batch().listNamespacedJob({ namespace, labelSelector: `cluster=${clusterName}` })).items;
+  const ping = async (target: string) => {
+    expect((await harness.deliver(target, pingEvent())).status).toBe(204);
+    return harness.collector.drain();
+  };
+  const kubectl = (...args: string[]) => run('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
+
+  beforeAll(async () => {
+    other = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('tenant-b'));
+    functionsNamespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('bpa-functions'));
+    for (let i = 1; i <= 12; i++)
+      await createBareMetalHost(cluster.kubeConfig, {
+        name: `h-${i}`,
+        namespace: cluster.namespace,
+        bootMac: mac(i),
+        nics: [{ name: 'eth0', mac: mac(i), ip: `10.50.0.${i}` }],
+      });
+    harness = new ChainHarness(cluster.kubeConfig, {
+      BMH_NAMESPACE: cluster.namespace,
+      IP_SOURCES: 'nics',
+      SWEEP_NAMESPACES: `${cluster.namespace},${other}`,
+      FUNCTIONS_NAMESPACE: functionsNamespace,
+      CLEANUP_TIMEOUT_SECONDS: '600',
+    });
+    await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
+  });
+  afterAll(async () => {
+    await harness?.stop();
+    for (const namespace of [other, functionsNamespace])
+      if (namespace) await deleteNamespace(cluster.kubeConfig, namespace);
+  });
+
+  it.each([
+    ['in one namespace', () => cluster.namespace, 'race-one'],
+    ['in two namespaces', () => other, 'race-two'],
+  ])(
+    'lets exactly one of two racing Provisionings own a cluster name (%s)',
+    async (_how, secondNamespace, name) => {
+      const i = name === 'race-one' ? 1 : 2;
+      const [a, b] = await Promise.all([
+        add(cluster.namespace, `${name}-a`, name, i),
+        add(secondNamespace(), `${name}-b`, name, i),
+      ]);
+      await Promise.all([harness.publish(sourceEvent('add', a)), harness.publish(sourceEvent('add', b))]);
+      const states = await Promise.all([
+        readProvisioning(cluster.kubeConfig, cluster.namespace, `${name}-a`),
+        readProvisioning(cluster.kubeConfig, secondNamespace(), `${name}-b`),
+      ]);
+      const inUse = states.filter((s) => conditionOf(s, 'Ready')?.reason === 'ClusterNameInUse');
+      const owners = states.filter((s) => conditionOf(s, 'HostsResolved')?.status === 'True');
+      expect([inUse.length, owners.length]).toEqual([1, 1]);
+      const owner = owners[0]!;
+      expect(conditionOf(inUse[0]!, 'Ready')?.message).toBe(
+        `Cluster ${name} is already provisioned by ${owner.metadata.namespace}/${owner.metadata.name}`,
+      );
+      // The loser touched nothing: one Job, in the owner's namespace.
+      expect(
+        (await jobsOf(cluster.namespace, name)).length +
+          (secondNamespace() === cluster.namespace ? 0 : (await jobsOf(other, name)).length),
+      ).toBe(1);
+      expect(
+        (await leases().readNamespacedLease({ name: `cluster-${name}`, namespace: functionsNamespace })).spec
+          ?.holderIdentity,
+      ).toBe(`${owner.metadata.namespace}/${owner.metadata.name}`);
+    },
+  );
+
+  it('frees the name when the owner is deleted (cleanup Job, finalizer), and the waiting one proceeds', async () => {
+    const owner = await add(cluster.namespace, 'owner', 'shared', 3);
+    await harness.publish(sourceEvent('add', owner));
+    const waiting = await add(other, 'waiting', 'shared', 3);
+    await harness.publish(sourceEvent('add', waiting));
+    expect(conditionOf(await readProvisioning(cluster.kubeConfig, other, 'waiting'), 'Ready')?.reason).toBe(
+      'ClusterNameInUse',
+    );
+    expect((await readProvisioning(cluster.kubeConfig, cluster.namespace, 'owner')).metadata).toMatchObject({
+      finalizers: ['bpa.akraino.org/cleanup'],
+    });
+
+    await custom().deleteNamespacedCustomObject({
+      ...bpaGroup,
+      plural: 'provisionings',
+      namespace: cluster.namespace,
+      name: 'owner',
+    });
+    await ping('kud-job-launch'); // deletes the KUD Job, creates the cleanup Job
+    const cleanup = await batch().readNamespacedJob({
+      name: 'kud-shared-cleanup',
+      namespace: cluster.namespace,
+    });
+    expect(cleanup.spec?.template.spec?.hostNetwork).toBe(true);
+    expect(cleanup.spec?.template.spec?.containers[0]?.args).toEqual([
+      'rm -rf -- /opt/kud/multi-cluster/shared',
+    ]);
+    expect(
+      conditionOf(await readProvisioning(cluster.kubeConfig, cluster.namespace, 'owner'), 'Ready')?.reason,
+    ).toBe('Deleting');
+    await finishJobAsController(cluster.kubeConfig, cluster.namespace, 'kud-shared-cleanup', 'Complete');
+    await ping('kud-job-launch'); // releases the name, removes the finalizer: the Provisioning goes
+    await expect(readProvisioning(cluster.kubeConfig, cluster.namespace, 'owner')).rejects.toMatchObject({
+      code: 404,
+    });
+
+    const sent = await ping('host-lookup'); // the sweep retries ClusterNameInUse
+    expect(sent.map((e) => e.type)).toContain(EventTypes.hostsResolved);
+    expect(
+      conditionOf(await readProvisioning(cluster.kubeConfig, other, 'waiting'), 'HostsResolved')?.status,
+    ).toBe('True');
+  });
+
+  it('removes the finalizer with a Warning Event when the cleanup cannot run in time', async () => {
+    const quick = new ChainHarness(cluster.kubeConfig, {
+      BMH_NAMESPACE: cluster.namespace,
+      IP_SOURCES: 'nics',
+      SWEEP_NAMESPACES: cluster.namespace,
+      FUNCTIONS_NAMESPACE: functionsNamespace,
+      CLEANUP_TIMEOUT_SECONDS: '1',
+    });
+    await quick.start([hostLookup, inventoryRender, kudJobLaunch]);
+    try {
+      const created = await add(cluster.namespace, 'stuck', 'stuck', 4);
+      await quick.publish(sourceEvent('add', created));
+      await custom().deleteNamespacedCustomObject({
+        ...bpaGroup,
+        plural: 'provisionings',
+        namespace: cluster.namespace,
+        name: 'stuck',
+      });
+      await quick.deliver('kud-job-launch', pingEvent()); // cleanup Job created; nothing will run it
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await quick.deliver('kud-job-launch', pingEvent());
+      await expect(readProvisioning(cluster.kubeConfig, cluster.namespace, 'stuck')).rejects.toMatchObject({
+        code: 404,
+      });
+      const events = await core().listNamespacedEvent({ namespace: cluster.namespace });
+      const warning = events.items.find(
+        (e) => e.involvedObject.name === 'stuck' && e.reason === 'CleanupTimedOut',
+      );
+      expect(warning).toMatchObject({ type: 'Warning' });
+      expect(warning?.message).toContain('/opt/kud/multi-cluster/stuck may be left on the node');
+    } finally {
+      await quick.stop();
+    }
+  });
+
+  it('proceeds when an invalid cluster label is fixed with kubectl label --overwrite', async () => {
+    const created = await add(cluster.namespace, 'relabel', 'Not_A_Label', 5);
+    await harness.publish(sourceEvent('add', created));
+    expect(
+      conditionOf(await readProvisioning(cluster.kubeConfig, cluster.namespace, 'relabel'), 'Ready')?.reason,
+    ).toBe('InvalidProvisioning');
+    await kubectl(
+      'label',
+      '--overwrite',
+      '-n',
+      cluster.namespace,
+      'provisioning.bpa.akraino.org/relabel',
+      'cluster=relabel',
+    );
+    const live = await readProvisioning(cluster.kubeConfig, cluster.namespace, 'relabel');
+    expect(live.metadata.generation).toBe(1); // labels do not bump the generation
+    const deliveries = await harness.publish(sourceEvent('update', live));
+    expect(deliveries.map((d) => d.reply?.type)).toEqual([
+      EventTypes.hostsResolved,
+      EventTypes.inventoryRendered,
+      EventTypes.kudJobLaunched,
+    ]);
+    expect(await jobsOf(cluster.namespace, 'relabel')).toHaveLength(1);
+  });
+
+  it('re-runs a failed Provisioning for its generation on a new bpa.akraino.org/retry value (a new Job)', async () => {
+    const created = await add(cluster.namespace, 'retry', 'retry', 6);
+    await harness.publish(sourceEvent('add', created));
+    const first = await batch().readNamespacedJob({ name: 'kud-retry', namespace: cluster.namespace });
+    await finishJobAsController(cluster.kubeConfig, cluster.namespace, 'kud-retry', 'Failed');
+    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, cluster.namespace, 'kud-retry'));
+    expect(
+      conditionOf(await readProvisioning(cluster.kubeConfig, cluster.namespace, 'retry'), 'Ready')?.reason,
+    ).toBe('JobFailed');
+
+    const annotated = (await custom().patchNamespacedCustomObject(
+      {
+        ...bpaGroup,
+        plural: 'provisionings',
+        namespace: cluster.namespace,
+        name: 'retry',
+        body: { metadata: { annotations: { 'bpa.akraino.org/retry': '1' } } },
+      },
+      mergePatch,
+    )) as Awaited<ReturnType<typeof readProvisioning>>;
+    const deliveries = await harness.publish(sourceEvent('update', annotated));
+    expect(deliveries.map((d) => d.reply?.type)).toEqual([
+      EventTypes.hostsResolved,
+      EventTypes.inventoryRendered,
+      EventTypes.kudJobLaunched,
+    ]);
+    const second = await batch().readNamespacedJob({ name: 'kud-retry', namespace: cluster.namespace });
+    expect(second.metadata?.uid).not.toBe(first.metadata?.uid);
+    expect(second.metadata?.annotations?.['bpa.akraino.org/retry-of']).toBe('1');
+    // The same value again is not a new request.
+    const again = await harness.publish(
+      sourceEvent('update', await readProvisioning(cluster.kubeConfig, cluster.namespace, 'retry')),
+    );
+    expect(again.map((d) => d.status)).toEqual([204]);
+  });
+});
