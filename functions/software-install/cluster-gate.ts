@@ -3,7 +3,7 @@ import { clusterLabel } from '../../shared/core/names.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
-import { ProvisioningCondition, readProvisioning } from '../../shared/k8s/provisioning.js';
+import { ProvisioningCondition } from '../../shared/k8s/provisioning.js';
 import { provisioningsResource } from '../../shared/k8s/resources.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 
@@ -22,9 +22,9 @@ export function readyForCurrentGeneration(provisioning: StoredObject): boolean {
 }
 
 /**
- * The Provisioning that owns the cluster's ConfigMap (its controller owner reference), else the
- * Provisionings labelled with the cluster in the namespace; open when that one is Ready for its
- * current generation.
+ * The Provisioning that owns the cluster's ConfigMap (its controller owner reference), else any
+ * Provisioning labelled with the cluster in the namespace; open when it is Ready for its current
+ * generation.
  */
 export async function clusterGate(
   clients: KubeClients,
@@ -35,14 +35,12 @@ export async function clusterGate(
   const owner = configMap.metadata?.ownerReferences?.find(
     (ref) => ref.kind === 'Provisioning' && ref.controller,
   );
-  const candidates = owner
-    ? [await readProvisioning(clients, namespace, owner.name)].filter(
-        (p): p is StoredObject => p !== undefined,
-      )
-    : await listCustomObjects(clients, provisioningsResource, {
-        namespace,
-        labelSelector: `${clusterLabel}=${cluster}`,
-      });
+  // One list by label (never a get): the ConfigMap's owner when it names one, else any of the cluster's.
+  const labelled = await listCustomObjects(clients, provisioningsResource, {
+    namespace,
+    labelSelector: `${clusterLabel}=${cluster}`,
+  });
+  const candidates = owner ? labelled.filter((p) => p.metadata.name === owner.name) : labelled;
   const ready = candidates.find(readyForCurrentGeneration);
   if (ready) return { open: true, provisioning: ready };
   const [first] = candidates;

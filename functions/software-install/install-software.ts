@@ -20,6 +20,7 @@ import { clusterGate } from './cluster-gate.js';
 import { clusterNodesFrom, findClusterConfigMap, type ClusterNode } from './cluster-nodes.js';
 import { installedNodesOf, nodesNotInstalled } from './install-job/run.js';
 import { launchInstallJob } from './launch-install-job.js';
+import { announceJobOutcome, outcomeToAnnounce } from './job-outcome.js';
 import type { SoftwareInstallConfig } from './config.js';
 import { hostKeyVerification } from './host-keys.js';
 import { hostInstalls, sshCommandDuration, sshConnectDuration } from './metrics.js';
@@ -56,6 +57,11 @@ export async function installSoftware(
   stored: StoredObject,
 ): Promise<InstallOutcome> {
   let live = stored;
+  // An outcome an install Job recorded: announced once, before anything else is decided.
+  const recorded = outcomeToAnnounce(live);
+  const announcement = recorded ? await announceJobOutcome(clients, live) : undefined;
+  if (recorded && announcement)
+    return { kind: recorded.installed ? 'installed' : 'failed', event: announcement };
   let ref = softwareRef(live);
   const installed = conditionFor(conditionsOf(live), SoftwareCondition.installed, ref.generation);
   const retry = pendingRetry(live);

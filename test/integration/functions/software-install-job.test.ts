@@ -34,6 +34,7 @@ import {
   runInstallJob,
   type InstallJobContext,
 } from '../../../functions/software-install/install-job/run.js';
+import { EventTypes } from '../../../shared/events/types.js';
 import { createLogger } from '../../../shared/log.js';
 import { useTestCluster } from '../../support/cluster.js';
 import { startDebianHosts, type DebianHosts } from '../../support/debian-host.js';
@@ -511,5 +512,15 @@ describe('software-install creates the Job (INSTALL_RUNNER=job) and holds no req
     expect(condition(stored, 'Ready')).toMatchObject({ status: 'True', reason: 'Installed' });
     expect(lab.hosts[0]?.commands()).toHaveLength(1);
     expect(stored.status?.hosts?.[0]).toMatchObject({ node: 'l1', exitCode: 0, attempts: 1 });
+
+    // The Job's status write comes back as an update: announced on the broker once.
+    const [announced] = await harness.publish(sourceEvent('update', stored as never));
+    expect(announced?.reply?.type).toBe(EventTypes.softwareInstalled);
+    expect(announced?.reply?.data).toMatchObject({ cluster: 'launch', hosts: [{ node: 'l1', exitCode: 0 }] });
+    const [again] = await harness.publish(
+      sourceEvent('update', (await readSoftware('launch-tools')) as never),
+    );
+    expect(again?.reply).toBeUndefined();
+    expect(lab.hosts[0]?.commands()).toHaveLength(1);
   }, 120_000);
 });

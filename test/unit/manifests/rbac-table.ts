@@ -171,8 +171,8 @@ export const rbacTable: Record<string, Account> = {
       {
         group: bpa,
         resource: 'provisionings',
-        verbs: ['get', 'list'],
-        why: 'installs wait until the Provisioning of the cluster is Ready for its current generation: get the ConfigMap’s owner, list by label cluster= when it names none',
+        verbs: ['list'],
+        why: 'installs wait until the Provisioning of the cluster is Ready for its current generation: listed by label cluster=, the ConfigMap’s owner when it names one',
       },
       {
         group: '',

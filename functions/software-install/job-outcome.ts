@@ -1,0 +1,67 @@
+import type { CloudEvent } from 'cloudevents';
+import { z } from 'zod';
+import { chainEvent } from '../../shared/cloudevents/chain-event.js';
+import { EventTypes, hostResultSchema, softwareSubject } from '../../shared/events/types.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
+import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
+import { replaceStatus } from '../../shared/k8s/status-writer.js';
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import { SoftwareCondition, functionName, softwareRef, softwareTarget } from './software-status.js';
+
+/**
+ * The install Job writes its outcome to the Software's status; its status write comes back to
+ * software-install as the Software's update event, which announces it on the broker
+ * (software.installed or software.failed) once per Job: status.announcedJob records which.
+ */
+export function outcomeToAnnounce(live: StoredObject): { job: string; installed: boolean } | undefined {
+  const job = live.status?.installJob;
+  if (typeof job !== 'string' || live.status?.announcedJob === job) return undefined;
+  const installed = conditionFor(
+    conditionsOf(live),
+    SoftwareCondition.installed,
+    live.metadata.generation ?? 0,
+  );
+  if (installed?.status !== 'True' && installed?.status !== 'False') return undefined;
+  return { job, installed: installed.status === 'True' };
+}
+
+/** The event for the Job's recorded outcome, after marking it announced (undefined: someone else did). */
+export async function announceJobOutcome(
+  clients: KubeClients,
+  live: StoredObject,
+): Promise<CloudEvent<unknown> | undefined> {
+  const outcome = outcomeToAnnounce(live);
+  if (!outcome) return undefined;
+  const ref = softwareRef(live);
+  // A resourceVersion precondition: of two deliveries of the same update, one announces.
+  const written = await replaceStatus(clients, softwareTarget(ref.namespace, ref.name), live, {
+    ...live.status,
+    announcedJob: outcome.job,
+  });
+  if (written.outcome !== 'written') return undefined;
+  const cluster = live.metadata.labels?.cluster ?? '';
+  const hosts = z.array(hostResultSchema).catch([]).parse(live.status?.hosts);
+  const subject = softwareSubject(ref.namespace, ref.name);
+  if (outcome.installed)
+    return chainEvent(
+      EventTypes.softwareInstalled,
+      functionName,
+      subject,
+      { software: ref, cluster, hosts },
+      { cluster },
+    );
+  const condition = conditionFor(conditionsOf(live), SoftwareCondition.installed, ref.generation);
+  return chainEvent(
+    EventTypes.softwareFailed,
+    functionName,
+    subject,
+    {
+      software: ref,
+      cluster,
+      reason: condition?.reason || 'InstallFailed',
+      message: condition?.message || `Job ${outcome.job} failed`,
+      hosts,
+    },
+    { cluster },
+  );
+}
