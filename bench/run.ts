@@ -31,8 +31,20 @@ const benches: BenchModule[] = [
   clusterBench,
 ];
 
+// `npm run bench -- broker functions` runs only the modules whose names contain one of the words.
+const wanted = process.argv.slice(2).map((word) => word.toLowerCase());
+const selected = wanted.length
+  ? benches.filter((bench) => wanted.some((word) => bench.name.toLowerCase().includes(word)))
+  : benches;
+if (wanted.length && selected.length === 0) {
+  process.stderr.write(
+    `no benchmark matches ${wanted.join(', ')}; names: ${benches.map((b) => b.name).join('; ')}\n`,
+  );
+  process.exit(2);
+}
+
 const print = (line: string) => process.stdout.write(`${line}\n`);
-for (const bench of benches) {
+for (const bench of selected) {
   print(`# ${bench.name}`);
   await bench.run(print);
   print('');
