@@ -21,7 +21,11 @@ import fc from 'fast-check';
 import { useTestCluster } from '../support/cluster.js';
 import { startSshHosts, type SshHosts } from '../support/sshd.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
-import { bpaGroup, createBareMetalHost } from '../integration/functions/support/fixtures.js';
+import {
+  bpaGroup,
+  createBareMetalHost,
+  createReadyProvisioning,
+} from '../integration/functions/support/fixtures.js';
 import { FaultTally } from './report/tally.js';
 import { FaultyChain, conditionsOf } from './support/faulty-chain.js';
 import { damage, hostileString, resilienceSeed, show, withField } from './support/hostile.js';
@@ -140,6 +144,7 @@ describe('hostile resources through the API server and the functions', () => {
         nics: [{ name: 'eth0', mac, ip: lab.hosts[0]!.ip }],
       });
     // The Software's cluster is ready: its ConfigMap names the lab host, one node both master and worker.
+    await createReadyProvisioning(cluster.kubeConfig, cluster.namespace, 'target');
     await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
       namespace: cluster.namespace,
       body: {

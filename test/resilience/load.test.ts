@@ -13,7 +13,11 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestCluster } from '../support/cluster.js';
 import { startSshHosts, type SshHosts } from '../support/sshd.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
-import { createBareMetalHost, createProvisioning } from '../integration/functions/support/fixtures.js';
+import {
+  createBareMetalHost,
+  createProvisioning,
+  createReadyProvisioning,
+} from '../integration/functions/support/fixtures.js';
 import { FaultTally } from './report/tally.js';
 import { FaultyChain, conditionsOf, derivedObjects, isTrue } from './support/faulty-chain.js';
 import { clusterProvisioning, createSoftware, nodeMac, prepareNamespace } from './support/lab-cluster.js';
@@ -152,6 +156,8 @@ describe('load', () => {
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     // Ten two-node clusters on hosts 2c and 2c+1, as kud-job-launch writes their ConfigMaps.
     for (let c = 0; c < softwareClusters; c++) {
+      // software-install installs only on a cluster whose Provisioning is Ready.
+      await createReadyProvisioning(cluster.kubeConfig, cluster.namespace, `sw-${c}`);
       await core.createNamespacedConfigMap({
         namespace: cluster.namespace,
         body: {
