@@ -142,6 +142,12 @@ export async function installSoftware(
     packages: packagesForRoles(node.roles, softwareLists(software)),
   }));
   const plans = planInstall(targets, context.config.SSH_USER, context.config.APT_LOCK_TIMEOUT_SECONDS);
+  // Read before the claim: a transient fault here (KnownHostsUnreadable) must not leave a claim
+  // behind that makes every retry step back until it expires. The install Job reads its own.
+  const hostKeys =
+    context.config.INSTALL_RUNNER === 'job'
+      ? undefined
+      : await hostKeyVerification(context.config, clients, live, cluster);
   const claimed = await claim(context, clients, live, plans.length, retry);
   if (!claimed) {
     log.info('another instance is installing this generation');
@@ -187,7 +193,7 @@ export async function installSoftware(
     return { kind: 'waiting' };
   }
 
-  const hostKeys = await hostKeyVerification(context.config, clients, claimed, cluster);
+  if (!hostKeys) throw new Error('host keys are read before the claim for in-request installs');
   log.info('installing', { cluster, hosts: plans.length });
   const results = await runInstall({
     hosts: plans,

@@ -8,8 +8,8 @@
  * - ConfigMapConflict: the inventory ConfigMap's writes answered 409 every time (injected by the
  *   API proxy): a 503 and InventoryRendered=Unknown; the retry after the conflicts renders.
  * - KnownHostsUnreadable: a configured SSH_KNOWN_HOSTS that cannot be read is a 503 and
- *   Installed=Unknown, and no session is opened (never trust-on-first-use instead). Known defect,
- *   asserted apart with it.failing: the retry once the file is readable is skipped (see there).
+ *   Installed=Unknown, and no session is opened (never trust-on-first-use instead); the retry once
+ *   the file is readable installs (no claim is left behind by the failure).
  * - CommandKilled, SessionClosed: the remote command killed by a signal, and the host's session
  *   process killed mid-command (the connection drops without an exit status): each host fails
  *   with its own reason and message, the Software is InstallFailed, the delivery does not hang.
@@ -349,12 +349,10 @@ describe('KnownHostsUnreadable', () => {
     expect(lab.hosts[0]!.commands()).toEqual([]);
   });
 
-  // Known defect (reported with issue 17): install-software.ts claims the generation
-  // (Installed=Unknown Installing, status.claim with an expiry) before it reads known_hosts, and
-  // the transient failure leaves the claim in place, so every retry answers 204 ("another
-  // instance is installing") until the claim expires (about 11 minutes with the defaults); only
-  // a sweep after that installs. it.failing: jest reports it as soon as the fix makes it pass.
-  it.failing('once the file is readable, the next retry installs', async () => {
+  // Regression (found by this suite): the generation used to be claimed before known_hosts was
+  // read, so the failure left a claim behind and every retry answered 204 ("another instance is
+  // installing") until it expired, about 11 minutes later.
+  it('once the file is readable, the next retry installs', async () => {
     await writeFile(join(dir, 'known_hosts'), lab.knownHosts());
     const software = await getSoftware('keyless-tools');
     const retried = await harness.deliver('software-install', sourceEvent('update', software));
