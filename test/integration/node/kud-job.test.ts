@@ -12,6 +12,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import {
   BatchV1Api,
@@ -66,7 +67,11 @@ const host = (label: string, mac: string, ip: string, role: LabHost['role']): La
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bpa-kud-node-'));
   cacheDir = join(dir, 'kubectl-cache');
-  cluster = await startStackCluster({ fallBack: false });
+  // The test images too: the deletion cleanup Job runs in the test shell image.
+  cluster = await startStackCluster({
+    fallBack: false,
+    extraImageMaps: [fileURLToPath(new URL('../../fixtures/node/images.yaml', import.meta.url))],
+  });
   network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253]);
   const [a, b, c] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
   sshd = await startSshHosts({
@@ -105,6 +110,10 @@ beforeAll(async () => {
       BMH_NAMESPACE: namespace,
       SWEEP_NAMESPACES: namespace,
       KUD_ACTIVE_DEADLINE_SECONDS: String(deadlineSeconds),
+      // Deletion (bpa.akraino.org/cleanup): the cleanup Job's `rm` runs on the node in the test
+      // shell; a cleanup that cannot run gives up well within the deletion test's wait.
+      CLEANUP_IMAGE: 'bpa.local/test/shell:1',
+      CLEANUP_TIMEOUT_SECONDS: '90',
     },
   });
 }, 300_000);
