@@ -17,15 +17,16 @@ export const jobTraceparent = (job: V1Job) => job.metadata?.annotations?.[jobTra
 export type JobState = 'running' | 'complete' | 'failed';
 
 /**
- * Where a Job stands, as the Job controller reports it: condition Complete True, or Failed True
- * (FailureTarget True counts as failed too: the controller is terminating the pods and Failed
- * follows).
+ * Where a Job stands, as the Job controller reports it: condition Complete True, or Failed True.
  */
 export function jobState(job: V1Job): JobState {
   const isTrue = (type: string) =>
     job.status?.conditions?.some((c) => c.type === type && c.status === 'True');
   if (isTrue('Complete')) return 'complete';
-  if (isTrue('Failed') || isTrue('FailureTarget')) return 'failed';
+  // Not FailureTarget: the controller is still terminating the pods then, and the Job's own
+  // Failed condition (with its reason, e.g. DeadlineExceeded) follows; the Job update it makes
+  // is the one acted on.
+  if (isTrue('Failed')) return 'failed';
   return 'running';
 }
 

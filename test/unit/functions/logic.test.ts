@@ -188,7 +188,9 @@ describe('Job state', () => {
     });
     expect(jobState(job([]))).toBe('running');
     expect(jobState(job(['SuccessCriteriaMet', 'Complete']))).toBe('complete');
-    expect(jobState(job(['FailureTarget']))).toBe('failed');
+    // FailureTarget alone: the pods are still being terminated; Failed (with its reason) follows.
+    expect(jobState(job(['FailureTarget']))).toBe('running');
+    expect(jobState(job(['FailureTarget', 'Failed']))).toBe('failed');
     expect(
       runDurationSeconds(
         job(['Complete'], {
