@@ -16,17 +16,26 @@
 set -euo pipefail
 
 suite=${BPA_DEBIAN_SUITE:-bookworm}
-mirror=${BPA_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The machine's own apt sources (a file mmdebstrap pastes into the root's sources.list), so the
+# root comes from the same Debian archive as every other package here; BPA_DEBIAN_MIRROR overrides.
+mirror=${BPA_DEBIAN_MIRROR:-}
+if [ -z "$mirror" ]; then
+  for candidate in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list; do
+    [ -s "$candidate" ] && { mirror=$candidate; break; }
+  done
+fi
+[ -n "$mirror" ] || { echo "[debian-root] no apt sources on this machine: set BPA_DEBIAN_MIRROR" >&2; exit 1; }
 # Small packages whose only dependency (libc6) is in every root: what the tests install for real.
 packages=(hello tree)
 
 script_hash=$(
   {
     cat "$0"
-    echo "$suite $mirror ${packages[*]}"
+    echo "$suite ${packages[*]}"
+    [ -f "$mirror" ] && cat "$mirror" || echo "$mirror"
   } | sha256sum | cut -c1-12
 )
-cache=${BPA_CACHE_DIR:-$HOME/.cache/bpa-functions}/debian-root-$suite-$script_hash
+cache=${BPA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions}/debian-root-$suite-$script_hash
 if [ -f "$cache/ready" ]; then
   echo "$cache"
   exit 0
