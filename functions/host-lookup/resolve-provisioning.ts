@@ -1,4 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
+import { planNodes } from '../../shared/core/node-plan.js';
 import { resolveCluster } from '../../shared/core/resolve.js';
 import { BpaError } from '../../shared/errors.js';
 import { EventTypes } from '../../shared/events/types.js';
@@ -54,6 +55,21 @@ export async function resolveProvisioning(
     return { kind: 'failed', event };
   }
   const provisioning = parsed.data;
+  // The spec's own rules come before the claim, so an invalid Provisioning never holds a cluster
+  // name that a valid one then cannot have.
+  try {
+    planNodes(provisioning.spec);
+  } catch (error) {
+    if (!(error instanceof BpaError) || error.kind !== 'invalid') throw error;
+    const event = await failProvisioning(
+      clients,
+      context.functionName,
+      live,
+      { step, reason: error.reason, message: error.message },
+      context.log,
+    );
+    return { kind: 'failed', event };
+  }
   const claim = await claimCluster(
     clients,
     context.config.FUNCTIONS_NAMESPACE,
