@@ -28,6 +28,7 @@ import {
   managedFor,
   readProvisioning,
   writeProvisioningStatus,
+  createReadyProvisioning,
 } from '../integration/functions/support/fixtures.js';
 import { clusterProvisioning, createSoftware, nodeMac } from './support/lab-cluster.js';
 
@@ -198,7 +199,9 @@ describe('a transient fault is on status before the 5xx', () => {
   it('software-install: SSH key Secret reads failing → 503 and Installed=Unknown with the reason', async () => {
     const server = await serve(softwareInstall);
     const namespace = cluster.namespace;
-    // The cluster is ready (its ConfigMap exists), so the install goes on to read the SSH key.
+    // The cluster is ready (its Provisioning Ready for its generation, its ConfigMap exists), so
+    // the install goes on to read the SSH key.
+    await createReadyProvisioning(cluster.kubeConfig, namespace, 'flaky-sw');
     await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
       namespace,
       body: {

@@ -20,7 +20,11 @@ import { createNamespace, deleteNamespace, uniqueNamespaceName } from '../../loc
 import { useTestCluster } from '../support/cluster.js';
 import { startSshHosts, type SshHosts } from '../support/sshd.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
-import { bpaGroup, createProvisioning } from '../integration/functions/support/fixtures.js';
+import {
+  bpaGroup,
+  createProvisioning,
+  createReadyProvisioning,
+} from '../integration/functions/support/fixtures.js';
 import { FaultTally } from './report/tally.js';
 import { FaultyChain, conditionsOf, isTrue } from './support/faulty-chain.js';
 import {
@@ -173,6 +177,9 @@ describe('security claims', () => {
         data: { MASTER_m: lab.hosts[0]!.ip },
       },
     });
+    // ... and a Provisioning of that name made Ready by hand, so the cluster gate opens and the key
+    // is what stops it.
+    await createReadyProvisioning(cluster.kubeConfig, otherNamespace, 'stolen');
     const thief = await createSoftware(cluster.kubeConfig, otherNamespace, 'thief', 'stolen');
     await chain.publish(sourceEvent('add', thief));
     conditions = await conditionsOf(cluster.kubeConfig, 'softwares', otherNamespace, 'thief');
