@@ -42,17 +42,24 @@ export async function resolveProvisioning(
   live: StoredObject,
 ): Promise<ResolveOutcome> {
   const step = ProvisioningCondition.hostsResolved;
-  const parsed = provisioningSchema.safeParse(live);
-  if (!parsed.success) {
-    const message = `Provisioning ${live.metadata.namespace}/${live.metadata.name} is invalid: ${describeIssues(parsed.error)}`;
-    const event = await failProvisioning(
+  /** HostsResolved/Ready False with the reason, a Warning Event (once), the failed outcome. */
+  const fail = async (reason: string, message: string): Promise<ResolveOutcome> => ({
+    kind: 'failed',
+    event: await failProvisioning(
       clients,
       context.functionName,
       live,
-      { step, reason: Reason.InvalidProvisioning, message },
+      { step, reason, message },
       context.log,
+    ),
+  });
+  const parsed = provisioningSchema.safeParse(live);
+  if (!parsed.success) {
+    const { namespace, name } = live.metadata;
+    return fail(
+      Reason.InvalidProvisioning,
+      `Provisioning ${namespace}/${name} is invalid: ${describeIssues(parsed.error)}`,
     );
-    return { kind: 'failed', event };
   }
   const provisioning = parsed.data;
   // The spec's own rules come before the claim, so an invalid Provisioning never holds a cluster
@@ -61,14 +68,7 @@ export async function resolveProvisioning(
     planNodes(provisioning.spec);
   } catch (error) {
     if (!(error instanceof BpaError) || error.kind !== 'invalid') throw error;
-    const event = await failProvisioning(
-      clients,
-      context.functionName,
-      live,
-      { step, reason: error.reason, message: error.message },
-      context.log,
-    );
-    return { kind: 'failed', event };
+    return fail(error.reason, error.message);
   }
   const claim = await claimCluster(
     clients,
@@ -76,17 +76,8 @@ export async function resolveProvisioning(
     live,
     provisioning.metadata.labels.cluster,
   );
-  if (claim.kind === 'taken') {
-    // Touches nothing else; the sweep retries, so it proceeds once the owner is deleted.
-    const event = await failProvisioning(
-      clients,
-      context.functionName,
-      live,
-      { step, reason: Reason.ClusterNameInUse, message: claim.message },
-      context.log,
-    );
-    return { kind: 'failed', event };
-  }
+  // Touches nothing else; the sweep retries, so it proceeds once the owner is deleted.
+  if (claim.kind === 'taken') return fail(Reason.ClusterNameInUse, claim.message);
   let nodes: ResolvedNode[];
   let clusterType;
   try {
@@ -108,14 +99,7 @@ export async function resolveProvisioning(
     // API faults (transient/internal) go back to the server as 503/500.
     if (!(error instanceof BpaError) || (error.kind !== 'invalid' && error.kind !== 'resolution'))
       throw error;
-    const event = await failProvisioning(
-      clients,
-      context.functionName,
-      live,
-      { step, reason: error.reason, message: error.message },
-      context.log,
-    );
-    return { kind: 'failed', event };
+    return fail(error.reason, error.message);
   }
 
   const ref = provisioningRef(live);
