@@ -3,6 +3,10 @@
  * resolved from BareMetalHosts, a DHCP lease file and inspected NICs → hosts.ini in its
  * ConfigMap → the KUD Job → the Job finished as the Job controller would → IP ConfigMap, Ready,
  * cluster.ready. Each function runs behind its real HTTP server.
+ *
+ * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
+ * (finishJobAsController). The real controller and node run the KUD Job in
+ * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';

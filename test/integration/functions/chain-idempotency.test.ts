@@ -1,6 +1,10 @@
 /**
  * Duplicates, replays, out-of-order delivery, a spec change while the Job runs, and the sweep
  * recovering dropped events: one Job, one inventory ConfigMap, nothing restarted twice.
+ *
+ * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
+ * (finishJobAsController). The real controller and node run the KUD Job in
+ * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';

@@ -1,6 +1,10 @@
 /**
  * The chain for a Virtlet VM cluster (IPs from running VM pods) and a masters-only cluster,
  * and a KUD Job that fails: each through the functions' real HTTP servers and the API server.
+ *
+ * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
+ * (finishJobAsController). The real controller and node run the KUD Job in
+ * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';

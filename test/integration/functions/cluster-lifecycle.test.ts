@@ -8,6 +8,10 @@
  * Imitation, said plainly: no Job controller runs here, so the test writes the cleanup Job's
  * status as the controller would; the cleanup Job's `rm` itself runs only on the one-machine
  * cluster's node (not in this file).
+ *
+ * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
+ * (finishJobAsController). The real controller and node run the KUD Job in
+ * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';

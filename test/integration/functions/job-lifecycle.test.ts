@@ -8,6 +8,10 @@
  * Imitation, said plainly: there is no Job controller or kubelet in this control plane; Job and
  * pod status are written by the test through their status subresources, as those controllers
  * would (chain-harness.ts). The ValidatingAdmissionPolicy is enforced by the real API server.
+ *
+ * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
+ * (finishJobAsController). The real controller and node run the KUD Job in
+ * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {

@@ -4,6 +4,10 @@
  * cluster.ready from the chain, the command per role, one session for a node in both roles,
  * trust on first use then enforcement, hosts failing alone, and injection stopped before any
  * connection.
+ *
+ * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
+ * (finishJobAsController). The real controller and node run the KUD Job in
+ * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
  */
 import { installScript } from '../../../functions/software-install/ssh/command.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

@@ -8,6 +8,10 @@
  * the finished Job and rewrites both ConfigMaps, and each function's sweep. A missing rule is a
  * 403 and fails a step; at the end, the calls each function made (recorded per request, as the
  * authorizer sees them) must be exactly its rows of the table, so a rule nothing uses fails too.
+ *
+ * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
+ * (finishJobAsController). The real controller and node run the KUD Job in
+ * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
