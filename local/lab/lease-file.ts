@@ -1,8 +1,10 @@
 import type { LabHost } from './lab-definition.js';
 
 /**
- * An ISC dhcpd lease file (dhcpd.leases(5)) with one active lease per host, as the lab's
- * DHCP server would have written it.
+ * IMITATION: an ISC dhcpd lease file (dhcpd.leases(5)) with one active lease per host, written as
+ * the lab's DHCP server would have written it; no dhcpd runs in the demo. The lease parsers are
+ * tested against the format's own rules (test/unit/core), not yet against files a real dhcpd or
+ * dnsmasq wrote (both install from Debian; that test is still to be written).
  */
 export function renderIscLeaseFile(hosts: readonly LabHost[], now: Date = new Date()): string {
   const stamp = (date: Date) =>

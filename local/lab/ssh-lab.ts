@@ -4,7 +4,8 @@
  * public key, record every command and answer with plausible but fake apt output: nothing is
  * ever executed or installed. Every log line and every reply says so.
  *
- * (Tests use real OpenSSH instead: test/support/sshd.ts.)
+ * Only the no-root fallback (`bpa demo --no-node`) uses it. With the node the demo's hosts are
+ * real OpenSSH sshd daemons (local/lab/openssh-hosts.ts), and so are the tests' hosts.
  */
 import { createServer } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';

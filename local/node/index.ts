@@ -1,4 +1,6 @@
-// The local node: our imitation of a kubelet, running pods as local processes (docs/node.md).
+// The local node: OUR IMITATION of a kubelet, running pods as local processes (docs/node.md). No
+// container runtime can be had on these machines, so this is the one part of the one-machine
+// cluster that is not Kubernetes' own code.
 export type { LocalNode, NodeOptions } from './node.js';
 export { startNode } from './node.js';
 export type { LocalCluster, LocalClusterOptions } from './local-cluster.js';

@@ -1,3 +1,11 @@
+/**
+ * `bpa dev` as a real process on the one-machine cluster (real etcd, kube-apiserver,
+ * kube-controller-manager, kube-scheduler; the node, OUR IMITATION of a kubelet), driven with
+ * kubectl: a Provisioning becomes a KUD Job run by the real Job controller, whose container, the
+ * KUD installer stand-in, fails on the host's documentation address (never reached: the node's
+ * networks have no route off the machine). The broker is the embedded one (IMITATION of Knative
+ * Eventing, which this project does not run yet: issue 14). Needs root.
+ */
 import { describe, expect, it } from '@jest/globals';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
