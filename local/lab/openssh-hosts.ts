@@ -376,7 +376,7 @@ async function killLeftoverSessions(state: HostState): Promise<void> {
 const knownHostsName = (ip: string, port: number) => (port === 22 ? ip : `[${ip}]:${port}`);
 
 /** True when an SSH server greets on ip:port. */
-function sshBanner(ip: string, port: number): Promise<boolean> {
+export function sshBanner(ip: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: ip, port });
     const done = (ok: boolean) => {
@@ -400,7 +400,8 @@ function canBind(ip: string, port: number): Promise<number | undefined> {
   });
 }
 
-async function freePortOnAll(ips: readonly string[]): Promise<number> {
+/** A port free on every one of the addresses (the lab's hosts share one). */
+export async function freePortOnAll(ips: readonly string[]): Promise<number> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const port = await canBind(ips[0] ?? '127.0.0.2', 0);
     if (port === undefined) continue;

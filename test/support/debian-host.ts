@@ -17,10 +17,10 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
+import { freePortOnAll, sshBanner } from '../../local/lab/openssh-hosts.js';
 
 const run = promisify(execFile);
 
@@ -280,38 +280,4 @@ async function shellIn(
       },
     );
   });
-}
-
-function sshBanner(ip: string, port: number): Promise<boolean> {
-  return new Promise((resolveBanner) => {
-    const socket = net.connect({ host: ip, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolveBanner(ok);
-    };
-    socket.setTimeout(2000, () => done(false));
-    socket.once('error', () => done(false));
-    socket.once('data', (data) => done(data.toString('latin1').startsWith('SSH-2.0-')));
-  });
-}
-
-function canBind(ip: string, port: number): Promise<number | undefined> {
-  return new Promise((resolvePort) => {
-    const server = net.createServer();
-    server.once('error', () => resolvePort(undefined));
-    server.listen({ host: ip, port, exclusive: true }, () => {
-      const address = server.address();
-      server.close(() => resolvePort(typeof address === 'object' && address ? address.port : undefined));
-    });
-  });
-}
-
-async function freePortOnAll(ips: readonly string[]): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = await canBind(ips[0] ?? '127.0.0.2', 0);
-    if (port === undefined) continue;
-    const free = await Promise.all(ips.slice(1).map((ip) => canBind(ip, port)));
-    if (free.every((p) => p === port)) return port;
-  }
-  throw new Error(`no port free on all of ${ips.join(', ')}`);
 }
