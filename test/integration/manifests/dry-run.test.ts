@@ -64,13 +64,13 @@ describe('kubectl apply --dry-run=server', () => {
   it('rejects what the schemas forbid: the check is real', async () => {
     const objects = parseObjects(kustomizeInto(cluster.namespace));
     const trigger = objects.find((o) => o.kind === 'Trigger') as KubeObject & { spec: Record<string, unknown> };
-    const broken = { ...trigger, spec: { ...trigger.spec, filters: 'type=anything' } };
+    const broken = { ...trigger, spec: { ...trigger.spec, filter: 'type=anything' } };
     const result = await kubectl(
       cluster.kubeconfigPath,
       ['apply', '--dry-run=server', '--validate=strict', '-f', '-'],
       toStream([broken]),
     );
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain('filters');
+    expect(result.stderr).toContain('filter');
   });
 });

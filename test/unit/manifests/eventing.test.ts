@@ -41,6 +41,13 @@ describe('Broker', () => {
     expect(broker?.spec.delivery.deadLetterSink).toEqual(deadLetter);
   });
 
+  it('asks the MT broker for an asynchronous in-memory channel (the producer never waits for the chain)', () => {
+    // Knative's broker reconciler copies this annotation to the Broker's InMemoryChannel, whose
+    // dispatcher then answers 202 before fanning out (pkg/reconciler/broker, pkg/channel/fanout).
+    const [broker] = manifests.brokers;
+    expect(broker?.metadata.annotations['messaging.knative.dev/async-handler']).toBe('true');
+  });
+
   it.each([
     ['broker-kafka', 'Kafka', { apiVersion: 'v1', kind: 'ConfigMap', name: 'kafka-broker-config', namespace: 'knative-eventing' }],
     ['broker-rabbitmq', 'RabbitMQBroker', { apiVersion: 'eventing.knative.dev/v1alpha1', kind: 'RabbitmqBrokerConfig', name: 'bpa-rabbitmq' }],
@@ -65,7 +72,7 @@ describe('Triggers', () => {
     const actual: Record<string, string[]> = {};
     for (const trigger of manifests.triggers) {
       const subscriber = trigger.spec.subscriber.ref?.name ?? '';
-      const exact = Object.assign({}, ...trigger.spec.filters.map((f) => f.exact ?? {}));
+      const exact = trigger.spec.filter.attributes;
       (actual[subscriber] ??= []).push(sortKeys(exact));
     }
     for (const list of Object.values(actual)) list.sort();
@@ -76,12 +83,13 @@ describe('Triggers', () => {
   });
 
   it.each(manifests.triggers.map((t) => [t.metadata.name, t] as const))(
-    '%s: explicit filters, bounded exponential delivery, dead-letter sink, a real subscriber',
+    '%s: attribute filters, bounded exponential delivery, dead-letter sink, a real subscriber',
     (_, trigger) => {
       expect(trigger.spec.broker).toBe('default');
-      // The new `filters` dialect only: a legacy `filter` would be ignored next to it.
-      expect(trigger.spec.filter).toBeUndefined();
-      const exact = Object.assign({}, ...trigger.spec.filters.map((f) => f.exact ?? {}));
+      // `filter.attributes`, the dialect every broker class honours: RabbitMQ's ignores
+      // `filters`, so a Trigger written with it would get every event on the broker.
+      expect(trigger.spec).not.toHaveProperty('filters');
+      const exact = trigger.spec.filter.attributes;
       expect(typeof exact.type).toBe('string');
       // ApiServerSource events are told apart by the `kind` extension.
       if (String(exact.type).startsWith('dev.knative.apiserver.')) expect(exact.kind).toBeTruthy();

@@ -61,8 +61,9 @@ describe('components/image-service', () => {
     const trigger = named('Trigger', 'image-verify-image-uploaded');
     expect(trigger.spec).toMatchObject({
       broker: 'default',
-      filters: [{ exact: { type: 'org.akraino.icn.bpa.image.uploaded' } }],
+      filter: { attributes: { type: 'org.akraino.icn.bpa.image.uploaded' } },
       subscriber: { ref: { kind: 'Service', name: 'image-verify' } },
     });
+    expect(trigger.spec).not.toHaveProperty('filters');
   });
 });

@@ -58,9 +58,6 @@ export const knativeServiceSchema = z.looseObject({
 });
 export type KnativeService = z.infer<typeof knativeServiceSchema>;
 
-/** One element of Trigger `filters`: exactly one dialect. The manifests use the map dialects. */
-const filterSchema = z.partialRecord(z.enum(['exact', 'prefix', 'suffix']), stringMap);
-
 export const deliverySchema = z.object({
   retry: z.number().int().positive(),
   backoffPolicy: z.enum(['linear', 'exponential']),
@@ -75,8 +72,10 @@ export const triggerSchema = z.looseObject({
   metadata: z.looseObject({ name, annotations: stringMap.optional() }),
   spec: z.object({
     broker: name,
-    filter: z.unknown().optional(),
-    filters: z.array(filterSchema).min(1),
+    // `filter.attributes` only: every broker class honours it (RabbitMQ ignores `filters`, and
+    // `func deploy` writes attributes too), so the new dialect must not appear.
+    filter: z.strictObject({ attributes: stringMap.refine((m) => Object.keys(m).length > 0) }),
+    filters: z.never().optional(),
     subscriber: destinationSchema,
     delivery: deliverySchema,
   }),
