@@ -37,6 +37,7 @@ describe('components/image-service', () => {
         'Service/image-verify',
         'ServiceAccount/image-upload',
         'ServiceAccount/image-verify',
+        'SinkBinding/image-upload-sink',
         'Trigger/image-verify-image-uploaded',
       ].sort(),
     );

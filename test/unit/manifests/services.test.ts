@@ -1,9 +1,8 @@
-import { functionNames } from './kustomize.js';
+import { functionNames, kustomize, manifestsDir, ofKind, parseObjects } from './kustomize.js';
 import { renderedManifests } from './manifest-set.js';
 import { rbacTable } from './rbac-table.js';
 
 const manifests = renderedManifests();
-const brokerIngress = 'http://broker-ingress.knative-eventing.svc.cluster.local/bpa-system/default';
 /** Functions that run the sweep and so post events to the broker themselves. */
 const sweepers = ['host-lookup', 'kud-job-launch', 'software-install'];
 
@@ -58,8 +57,20 @@ describe('Knative Services', () => {
     expect(names.includes('BROKER_URL')).toBe(sweepers.includes(name));
   });
 
-  it('points the sweep at the Broker ingress of the install namespace', () => {
-    expect(manifests.bpaConfig.BROKER_URL).toBe(brokerIngress);
+  it('gives every function that sends events its sink from the Broker itself (SinkBinding -> K_SINK)', () => {
+    // A fixed BROKER_URL names the MT broker's ingress; Kafka and RabbitMQ brokers have their own,
+    // so the sweep would post nowhere there. Knative resolves the Broker ref for each class.
+    const bindings = ofKind(parseObjects(kustomize(manifestsDir)), 'SinkBinding');
+    const bound = bindings.map((b) => {
+      const spec = (b as unknown as { spec: { subject: unknown; sink: unknown } }).spec;
+      expect(spec.sink).toEqual({ ref: { apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', name: 'default' } });
+      return spec.subject;
+    });
+    expect(bound).toEqual(
+      sweepers.map((name) => ({ apiVersion: 'serving.knative.dev/v1', kind: 'Service', name })),
+    );
+    // BROKER_URL stays an explicit override only.
+    expect(manifests.bpaConfig.BROKER_URL).toBe('');
   });
 
   it('keeps software-install within its request: SSH timeout plus connect below timeoutSeconds', () => {
