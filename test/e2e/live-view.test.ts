@@ -169,6 +169,20 @@ describe('the live view', () => {
     const data = JSON.parse((await page.locator('#details-data').textContent()) ?? '{}');
     expect(data.nodes.map((n: { label: string }) => n.label)).toEqual(['master-1', 'master-2', 'worker-1']);
 
+    // A second Provisioning naming the same cluster: its card says why it does nothing.
+    const rival = labProvisioning(namespace, cluster) as { metadata: { name: string } };
+    rival.metadata.name = `${cluster}-rival`;
+    await applyObject(KubernetesObjectApi.makeApiClient(stack!.kubeConfig), rival as never);
+    const rivalCard = page.locator(`[data-resource="Provisioning/${namespace}/${cluster}-rival"]`);
+    const inUse = rivalCard.locator(
+      '[data-condition="Ready"][data-status="False"][data-reason="ClusterNameInUse"]',
+    );
+    await inUse.waitFor({ timeout: 60_000 });
+    await expect(inUse.textContent()).resolves.toContain('ClusterNameInUse');
+    await expect(rivalCard.locator('.msg').first().textContent()).resolves.toContain(
+      `Cluster ${cluster} is already provisioned by ${namespace}/${cluster}`,
+    );
+
     const artifacts = join(repoRoot(), 'test', 'artifacts');
     mkdirSync(artifacts, { recursive: true });
     await page.screenshot({ path: join(artifacts, 'live-view.png'), fullPage: true });
