@@ -13,6 +13,8 @@ export const testEnv = {
   assetsDir: 'BPA_TEST_ASSETS_DIR',
   /** Name of the run's node (local/node) when it runs: Jobs and pods really run. */
   node: 'BPA_TEST_NODE',
+  /** The node's directory that hostPath volumes are rooted in (its `/`). */
+  nodeHostPaths: 'BPA_TEST_NODE_HOST_PATHS',
   /** Why the node does not run (one line): the run has the control plane alone. */
   noNode: 'BPA_TEST_NO_NODE',
 } as const;

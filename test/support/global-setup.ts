@@ -9,7 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import Module from 'node:module';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 
 /**
  * Jest loads global setup/teardown as CommonJS through its require hook (never as ESM), where
@@ -66,6 +66,7 @@ export default async function globalSetup(): Promise<void> {
     keepCluster(cluster);
     controlPlane = cluster.controlPlane;
     process.env[testEnv.node] = cluster.node.name;
+    process.env[testEnv.nodeHostPaths] = join(cluster.node.workDir, 'host-paths');
     process.stderr.write(`\n[cluster] node ${cluster.node.name}: pods in ${cluster.node.podCidr}\n`);
   } catch (error) {
     const { reason, message } = describeError(error);

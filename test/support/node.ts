@@ -5,6 +5,8 @@
  * controller to end a Job. Suites that need the node use describeOnNode: without root (or network
  * namespaces) they skip, saying why, instead of failing.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe } from '@jest/globals';
 import {
   BatchV1Api,
@@ -14,15 +16,32 @@ import {
   type V1JobCondition,
 } from '@kubernetes/client-node';
 import { waitFor } from '../../local/control-plane/index.js';
-import { defaultSshKeySecret } from '../../shared/core/kud-job.js';
+import { defaultSshKeySecret, kudMultiClusterPath } from '../../shared/core/kud-job.js';
 import { testEnv } from './control-plane-env.js';
 
-/** KUD_IMAGE values: the KUD Job's `./installer` exits 0, exits 1 after a line, or never ends. */
+/**
+ * KUD_IMAGE values: the KUD Job's `./installer` exits 0, exits 1 after a line, never ends, or
+ * waits until releaseKudJob gives it its exit code.
+ */
 export const kudTestImage = {
   succeeds: 'bpa.local/test/kud-succeeds:1',
   fails: 'bpa.local/test/kud-fails:1',
   hangs: 'bpa.local/test/kud-hangs:1',
+  waits: 'bpa.local/test/kud-waits:1',
 } as const;
+
+/**
+ * Ends the installer of kud-waits for this namespace's cluster with the given exit code: writes
+ * the release file on the node's hostPath that the KUD Job mounts (see its installer). The Job
+ * may be released before its pod starts.
+ */
+export async function releaseKudJob(namespace: string, cluster: string, exitCode: 0 | 1): Promise<void> {
+  const root = process.env[testEnv.nodeHostPaths];
+  if (!root) throw new Error(`${testEnv.nodeHostPaths} is not set: the run has no node`);
+  const dir = join(root, kudMultiClusterPath, '.test-release', namespace);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, cluster), `${exitCode}\n`);
+}
 
 /** The line the failing image prints before it exits 1 (its `kubectl logs`). */
 export const kudFailsLine = (cluster: string) =>
