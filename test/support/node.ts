@@ -33,7 +33,8 @@ export const kudTestImage = {
 /**
  * Ends the installer of kud-waits for this namespace's cluster with the given exit code: writes
  * the release file on the node's hostPath that the KUD Job mounts (see its installer). The Job
- * may be released before its pod starts.
+ * may be released before its pod starts; the first pod of the cluster to see the release uses it
+ * up (so release a replaced Job only once its predecessor's pod is gone: waitForPodsGone).
  */
 export async function releaseKudJob(namespace: string, cluster: string, exitCode: 0 | 1): Promise<void> {
   const root = process.env[testEnv.nodeHostPaths];
@@ -122,4 +123,19 @@ export async function jobPodLog(kubeConfig: KubeConfig, namespace: string, job: 
   const newest = pods.sort((a, b) => created(a) - created(b)).at(-1);
   if (!newest?.metadata?.name) throw new Error(`Job ${namespace}/${job} has no pod`);
   return core.readNamespacedPodLog({ namespace, name: newest.metadata.name, container: 'kud' });
+}
+
+/** Waits until no pod matches the label selector (a deleted Job's pods, removed by the garbage collector). */
+export async function waitForPodsGone(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  labelSelector: string,
+  timeoutMs = 120_000,
+): Promise<void> {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  await waitFor(
+    async () =>
+      (await core.listNamespacedPod({ namespace, labelSelector })).items.length === 0 ? true : undefined,
+    { what: `no pod left in ${namespace} matching ${labelSelector}`, timeoutMs, intervalMs: 250 },
+  );
 }
