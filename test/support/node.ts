@@ -111,7 +111,7 @@ export async function waitForJobEnd(
     );
   } catch (error) {
     const status = JSON.stringify(last?.status ?? {});
-    throw new Error(`${(error as Error).message}; last status ${status}`);
+    throw new Error(`${(error as Error).message}; last status ${status}`, { cause: error });
   }
 }
 
