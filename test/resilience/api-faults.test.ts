@@ -6,7 +6,8 @@
  * - 409 Conflict on status writes: retried with a fresh read, no condition lost.
  * - Watch streams of the local ApiServerSource ended: it watches again and later changes arrive.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { describeOnNode } from '../support/node.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,7 +43,7 @@ const cluster = useTestCluster();
 const tally = new FaultTally(import.meta.url);
 const steps = ['add Provisioning', 'hosts.resolved', 'inventory.rendered', 'update Job', 'cluster.ready'];
 
-describe('API faults', () => {
+describeOnNode('API faults', () => {
   let lab: SshHosts;
   let proxy: ApiProxy;
   let chain: FaultyChain;

@@ -5,7 +5,8 @@
  * - every event delivered twice, the duplicates late and newest first: one Job, one inventory
  *   ConfigMap, one IP ConfigMap, one SSH session per host.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { describeOnNode } from '../support/node.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,7 +38,7 @@ const droppable = [
   'cluster.ready',
 ] as const;
 
-describe('event faults', () => {
+describeOnNode('event faults', () => {
   let lab: SshHosts;
   let chain: FaultyChain;
   let dir: string;

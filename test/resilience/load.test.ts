@@ -5,7 +5,8 @@
  * twice. The functions run in this process, so the figure printed is this process's peak RSS
  * during each phase (sampled every 50 ms), next to the RSS before it.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { describeOnNode } from '../support/node.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,7 +64,7 @@ async function measureRss<T>(
   }
 }
 
-describe('load', () => {
+describeOnNode('load', () => {
   let lab: SshHosts;
   let chain: FaultyChain;
   let dir: string;

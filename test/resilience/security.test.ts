@@ -9,7 +9,8 @@
  *   B's key nor reach B's hosts;
  * - the KUD Job mounts the key Secret by reference and carries no key material in its spec.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { describeOnNode } from '../support/node.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,7 +46,7 @@ const fragmentsOf = (text: string) =>
     .map((line) => line.trim())
     .filter((line) => line.length >= 24 && !line.startsWith('-----'));
 
-describe('security claims', () => {
+describeOnNode('security claims', () => {
   let lab: SshHosts;
   let chain: FaultyChain;
   let dir: string;

@@ -1,9 +1,8 @@
 /**
- * How the integration project's global setup hands the control plane to test files: environment
+ * How the integration project's global setup hands the cluster to test files: environment
  * variables (test workers are separate processes) and a handle on globalThis for the teardown
  * (global setup and teardown share the jest parent process).
  */
-import type { ControlPlane } from '../../local/control-plane/index.js';
 
 export const testEnv = {
   /** Admin kubeconfig file of the run's control plane. */
@@ -12,18 +11,29 @@ export const testEnv = {
   server: 'BPA_TEST_SERVER',
   /** Directory of the kube-apiserver and etcd binaries in use. */
   assetsDir: 'BPA_TEST_ASSETS_DIR',
+  /** Name of the run's node (local/node) when it runs: Jobs and pods really run. */
+  node: 'BPA_TEST_NODE',
+  /** The node's directory that hostPath volumes are rooted in (its `/`). */
+  nodeHostPaths: 'BPA_TEST_NODE_HOST_PATHS',
+  /** Why the node does not run (one line): the run has the control plane alone. */
+  noNode: 'BPA_TEST_NO_NODE',
 } as const;
 
-const handleKey = '__bpaTestControlPlane';
+/** What the teardown stops: the one-machine cluster, or the control plane alone. */
+export interface RunningCluster {
+  stop(): Promise<void>;
+}
 
-type WithHandle = typeof globalThis & { [handleKey]?: ControlPlane };
+const handleKey = '__bpaTestCluster';
 
-export const keepControlPlane = (controlPlane: ControlPlane) => {
-  (globalThis as WithHandle)[handleKey] = controlPlane;
+type WithHandle = typeof globalThis & { [handleKey]?: RunningCluster };
+
+export const keepCluster = (cluster: RunningCluster) => {
+  (globalThis as WithHandle)[handleKey] = cluster;
 };
 
-export const takeControlPlane = (): ControlPlane | undefined => {
-  const controlPlane = (globalThis as WithHandle)[handleKey];
+export const takeCluster = (): RunningCluster | undefined => {
+  const cluster = (globalThis as WithHandle)[handleKey];
   delete (globalThis as WithHandle)[handleKey];
-  return controlPlane;
+  return cluster;
 };

@@ -1,10 +1,15 @@
 /**
- * One real etcd + kube-apiserver per integration run, with every CRD the project uses:
- * its own, Metal3's BareMetalHost and Knative's (from ../shared/* when the variables are unset).
+ * One one-machine cluster per integration (and resilience) run: etcd, kube-apiserver,
+ * kube-controller-manager and kube-scheduler (Kubernetes' own), and the node (local/node, OUR
+ * IMITATION of a kubelet: pods run as local processes, images from local/node/images.yaml and
+ * test/fixtures/node/images.yaml), with every CRD the project uses: its own, Metal3's
+ * BareMetalHost and Knative's (from ../shared/* when the variables are unset). So Jobs really run
+ * and end by the real Job controller. Without root or network namespaces it says so in one line
+ * and starts the control plane alone; suites that need the node then skip (test/support/node.ts).
  */
 import { existsSync } from 'node:fs';
 import Module from 'node:module';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 
 /**
  * Jest loads global setup/teardown as CommonJS through its require hook (never as ESM), where
@@ -33,21 +38,47 @@ const sharedCrdFolders = { METAL3_CRDS_DIR: 'metal3-crds', KNATIVE_CRDS_DIR: 'kn
 export default async function globalSetup(): Promise<void> {
   resolveTsFromJsSpecifiers();
   const { projectCrds, repoRoot, startControlPlane } = await import('../../local/control-plane/index.js');
-  const { keepControlPlane, testEnv } = await import('./control-plane-env.js');
+  const { defaultImageMapFile, startLocalCluster } = await import('../../local/node/index.js');
+  const { nodeUnavailableReason } = await import('../../local/stack/cluster.js');
+  const { describeError } = await import('../../shared/errors.js');
+  const { keepCluster, testEnv } = await import('./control-plane-env.js');
   const root = repoRoot();
   for (const [variable, folder] of Object.entries(sharedCrdFolders)) {
     const candidate = resolve(root, '..', 'shared', folder);
     if (!process.env[variable] && existsSync(candidate)) process.env[variable] = candidate;
   }
   const crds = projectCrds(process.env, root);
-  const controlPlane = await startControlPlane({
+  const options = {
     crds: crds.inputs,
     // Progress only when asked: a stuck start then shows where it is.
     log: process.env.BPA_TEST_CONTROL_PLANE_VERBOSE
-      ? (line) => process.stderr.write(`[control-plane] ${line}\n`)
+      ? (line: string) => process.stderr.write(`[control-plane] ${line}\n`)
       : undefined,
-  });
-  keepControlPlane(controlPlane);
+  };
+  let controlPlane: Awaited<ReturnType<typeof startControlPlane>>;
+  try {
+    const cluster = await startLocalCluster({
+      ...options,
+      node: {
+        imageMapFiles: [defaultImageMapFile(), resolve(root, 'test', 'fixtures', 'node', 'images.yaml')],
+      },
+    });
+    keepCluster(cluster);
+    controlPlane = cluster.controlPlane;
+    process.env[testEnv.node] = cluster.node.name;
+    process.env[testEnv.nodeHostPaths] = join(cluster.node.workDir, 'host-paths');
+    process.stderr.write(`\n[cluster] node ${cluster.node.name}: pods in ${cluster.node.podCidr}\n`);
+  } catch (error) {
+    const { reason, message } = describeError(error);
+    // Only a machine that cannot run the node falls back; any other failure is a failure.
+    if (reason !== nodeUnavailableReason) throw error;
+    process.env[testEnv.noNode] = message;
+    process.stderr.write(
+      `\n[cluster] no node (${message}): the control plane alone, suites that need the node skip\n`,
+    );
+    controlPlane = await startControlPlane(options);
+    keepCluster(controlPlane);
+  }
   process.env[testEnv.kubeconfig] = controlPlane.kubeconfigPath;
   process.env[testEnv.server] = controlPlane.server;
   process.env[testEnv.assetsDir] = controlPlane.assetsDir;

@@ -1,6 +1,6 @@
-/** Stops the run's control plane (both processes) and removes its temporary files. */
+/** Stops the run's cluster (the node and its pods, then the control plane) and removes its temporary files. */
 export default async function globalTeardown(): Promise<void> {
   // The global setup made `./x.js` specifiers resolvable in this (CommonJS) process.
-  const { takeControlPlane } = await import('./control-plane-env.js');
-  await takeControlPlane()?.stop();
+  const { takeCluster } = await import('./control-plane-env.js');
+  await takeCluster()?.stop();
 }

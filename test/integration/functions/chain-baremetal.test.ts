@@ -1,14 +1,12 @@
 /**
  * The whole chain on a real API server for a bare-metal cluster: Provisioning in → hosts
  * resolved from BareMetalHosts, a DHCP lease file and inspected NICs → hosts.ini in its
- * ConfigMap → the KUD Job → the Job finished as the Job controller would → IP ConfigMap, Ready,
- * cluster.ready. Each function runs behind its real HTTP server.
- *
- * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
- * (finishJobAsController). The real controller and node run the KUD Job in
- * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
+ * ConfigMap → the KUD Job, run by the real Job controller on the run's node → IP ConfigMap, Ready,
+ * cluster.ready. Each function runs behind its real HTTP server. The KUD image is a test image
+ * whose installer exits 0 (test/fixtures/node/kud-installers); the test posts the live Job as the
+ * Job ApiServerSource's update event. Nothing writes the Job's status but the Job controller.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +18,14 @@ import { definition as hostLookup } from '../../../functions/host-lookup/index.j
 import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
 import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
 import { useTestCluster } from '../../support/cluster.js';
-import { ChainHarness, finishJobAsController, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
+import {
+  createKudSshKeySecret,
+  describeOnNode,
+  jobPodLog,
+  kudTestImage,
+  waitForJobEnd,
+} from '../../support/node.js';
+import { ChainHarness, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
 import {
   conditionOf,
   createBareMetalHost,
@@ -54,7 +59,7 @@ lease 10.10.20.99 {
 }
 `;
 
-describe('bare-metal chain', () => {
+describeOnNode('bare-metal chain', () => {
   let harness: ChainHarness;
   let dir: string;
 
@@ -85,8 +90,9 @@ describe('bare-metal chain', () => {
     harness = new ChainHarness(cluster.kubeConfig, {
       BMH_NAMESPACE: namespace,
       LEASES_SOURCE: join(dir, 'dhcpd.leases'),
-      KUD_IMAGE: 'registry.example/kud:1.2',
+      KUD_IMAGE: kudTestImage.succeeds,
     });
+    await createKudSshKeySecret(cluster.kubeConfig, namespace);
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
   });
 
@@ -153,7 +159,7 @@ describe('bare-metal chain', () => {
       controller: true,
     });
     const container = job.spec?.template.spec?.containers[0];
-    expect(container?.image).toBe('registry.example/kud:1.2');
+    expect(container?.image).toBe(kudTestImage.succeeds);
     expect(container?.args).toEqual([kudInstallerScript('edge-1', '10.244.64.0/18', ['onap4k8s', 'emco'])]);
     expect(container?.args?.[0]).toContain(
       './installer --cluster edge-1 --network 10.244.64.0/18 --plugins onap4k8s emco',
@@ -190,8 +196,13 @@ describe('bare-metal chain', () => {
       expect(conditionOf(status, type)).toMatchObject({ status: 'True', observedGeneration: 1 });
     expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'Unknown' });
 
-    // The Job controller's part, then the Job ApiServerSource's update event.
-    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-edge-1', 'Complete');
+    // The Job controller's part (the pod ran the installer line above on the node), then the
+    // Job ApiServerSource's update event.
+    const finished = await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-edge-1');
+    expect(finished.ended).toMatchObject({ type: 'Complete', reason: 'CompletionsReached' });
+    expect(await jobPodLog(cluster.kubeConfig, namespace, 'kud-edge-1')).toContain(
+      'installer --cluster edge-1 --network 10.244.64.0/18 --plugins onap4k8s emco',
+    );
     const completion = await harness.publish(
       await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-edge-1'),
     );
@@ -224,5 +235,5 @@ describe('bare-metal chain', () => {
     // The Job keeps sending updates; completion is announced once.
     const again = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-edge-1'));
     expect(again.map((d) => d.status)).toEqual([204]);
-  });
+  }, 240_000);
 });

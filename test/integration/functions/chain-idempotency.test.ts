@@ -2,11 +2,11 @@
  * Duplicates, replays, out-of-order delivery, a spec change while the Job runs, and the sweep
  * recovering dropped events: one Job, one inventory ConfigMap, nothing restarted twice.
  *
- * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
- * (finishJobAsController). The real controller and node run the KUD Job in
- * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
+ * The KUD Jobs run on the run's node and end by the real Job controller: their image's installer
+ * (kud-waits, test/fixtures/node/kud-installers) runs until the test releases it with exit 0, so
+ * "a running Job" is really running. Nothing writes a Job's status but the Job controller.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { EventTypes } from '../../../shared/events/types.js';
@@ -15,12 +15,13 @@ import { definition as inventoryRender } from '../../../functions/inventory-rend
 import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
 import { useTestCluster } from '../../support/cluster.js';
 import {
-  ChainHarness,
-  finishJobAsController,
-  jobUpdateEvent,
-  pingEvent,
-  sourceEvent,
-} from './support/chain-harness.js';
+  createKudSshKeySecret,
+  describeOnNode,
+  kudTestImage,
+  releaseKudJob,
+  waitForJobEnd,
+} from '../../support/node.js';
+import { ChainHarness, jobUpdateEvent, pingEvent, sourceEvent } from './support/chain-harness.js';
 import {
   bpaGroup,
   conditionOf,
@@ -32,7 +33,7 @@ import {
 
 const cluster = useTestCluster();
 
-describe('idempotency and the sweep', () => {
+describeOnNode('idempotency and the sweep', () => {
   let harness: ChainHarness;
   const batch = () => cluster.kubeConfig.makeApiClient(BatchV1Api);
   const core = () => cluster.kubeConfig.makeApiClient(CoreV1Api);
@@ -54,7 +55,12 @@ describe('idempotency and the sweep', () => {
         nics: [{ name: 'eth0', mac, ip: `10.20.0.${i}` }],
       });
     }
-    harness = new ChainHarness(cluster.kubeConfig, { BMH_NAMESPACE: namespace, SWEEP_NAMESPACES: namespace });
+    await createKudSshKeySecret(cluster.kubeConfig, namespace);
+    harness = new ChainHarness(cluster.kubeConfig, {
+      BMH_NAMESPACE: namespace,
+      SWEEP_NAMESPACES: namespace,
+      KUD_IMAGE: kudTestImage.waits,
+    });
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
   });
   afterAll(() => harness?.stop());
@@ -142,7 +148,10 @@ describe('idempotency and the sweep', () => {
     expect((await jobsOf('grow')).map((j) => j.metadata?.uid)).toEqual([first?.metadata?.uid]);
 
     // The old Job finishes: its completion belongs to generation 1 and announces nothing.
-    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-grow', 'Complete');
+    await releaseKudJob(namespace, 'grow', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-grow')).ended).toMatchObject({
+      type: 'Complete',
+    });
     expect(
       (await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-grow'))).map(
         (d) => d.status,
@@ -165,7 +174,7 @@ describe('idempotency and the sweep', () => {
     expect(jobs[0]?.metadata?.annotations?.['bpa.akraino.org/provisioning-generation']).toBe('2');
     status = await readProvisioning(cluster.kubeConfig, namespace, 'grow');
     expect(conditionOf(status, 'JobLaunched')).toMatchObject({ status: 'True', observedGeneration: 2 });
-  });
+  }, 240_000);
 
   it('recovers dropped events from the sweep: a Provisioning never announced, a Job completion never seen', async () => {
     const namespace = cluster.namespace;
@@ -188,7 +197,10 @@ describe('idempotency and the sweep', () => {
     expect(await jobsOf('quiet')).toHaveLength(1);
 
     // The Job completes but its update event is dropped: the next sweep finishes it.
-    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-quiet', 'Complete');
+    await releaseKudJob(namespace, 'quiet', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-quiet')).ended).toMatchObject({
+      type: 'Complete',
+    });
     await harness.publish(pingEvent());
     const ready = harness.collector.drain().filter((e) => e.subject?.endsWith('/quiet'));
     expect(ready.map((e) => e.type)).toEqual([EventTypes.clusterReady]);
@@ -197,5 +209,5 @@ describe('idempotency and the sweep', () => {
     // A further sweep finds nothing to do.
     await harness.publish(pingEvent());
     expect(harness.collector.drain().filter((e) => e.subject?.endsWith('/quiet'))).toEqual([]);
-  });
+  }, 240_000);
 });

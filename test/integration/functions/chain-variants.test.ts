@@ -1,12 +1,13 @@
 /**
  * The chain for a Virtlet VM cluster (IPs from running VM pods) and a masters-only cluster,
  * and a KUD Job that fails: each through the functions' real HTTP servers and the API server.
+ * The KUD Jobs run on the run's node and end by the real Job controller: their image's installer
+ * (kud-waits, test/fixtures/node/kud-installers) exits with the code the test releases it with.
  *
- * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
- * (finishJobAsController). The real controller and node run the KUD Job in
- * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
+ * IMITATION: the Virtlet VM pods are written by the test, status included (no Virtlet here); they
+ * name a scheduler that does not exist, so no scheduler or node ever touches them.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
@@ -14,7 +15,15 @@ import { definition as hostLookup } from '../../../functions/host-lookup/index.j
 import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
 import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
 import { useTestCluster } from '../../support/cluster.js';
-import { ChainHarness, finishJobAsController, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
+import {
+  createKudSshKeySecret,
+  describeOnNode,
+  jobPodLog,
+  kudTestImage,
+  releaseKudJob,
+  waitForJobEnd,
+} from '../../support/node.js';
+import { ChainHarness, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
 import {
   conditionOf,
   createBareMetalHost,
@@ -46,6 +55,8 @@ async function createVmPod(
         },
       },
       spec: {
+        // Never scheduled: the node would otherwise take the pod and write its status.
+        schedulerName: 'virtlet-test-no-scheduler',
         automountServiceAccountToken: false,
         containers: [{ name: 'vm', image: 'virtlet.cloud/cirros' }],
       },
@@ -58,7 +69,7 @@ async function createVmPod(
   });
 }
 
-describe('chain variants', () => {
+describeOnNode('chain variants', () => {
   let harness: ChainHarness;
 
   beforeAll(async () => {
@@ -66,7 +77,9 @@ describe('chain variants', () => {
       BMH_NAMESPACE: cluster.namespace,
       VM_NAMESPACES: cluster.namespace,
       IP_SOURCES: 'nics',
+      KUD_IMAGE: kudTestImage.waits,
     });
+    await createKudSshKeySecret(cluster.kubeConfig, cluster.namespace);
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
   });
   afterAll(() => harness?.stop());
@@ -149,7 +162,11 @@ describe('chain variants', () => {
     const inventory = await core.readNamespacedConfigMap({ name: 'solo-inventory', namespace });
     expect(inventory.data?.['hosts.ini']).toBe(await golden('masters-only-hosts.ini'));
 
-    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-solo', 'Complete');
+    await releaseKudJob(namespace, 'solo', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-solo')).ended).toMatchObject({
+      type: 'Complete',
+      reason: 'CompletionsReached',
+    });
     const [ready] = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-solo'));
     expect(ready?.reply?.type).toBe(EventTypes.clusterReady);
     const ips = await core.readNamespacedConfigMap({ name: 'solo-configmap', namespace });
@@ -159,7 +176,7 @@ describe('chain variants', () => {
       'WORKER_solo-1': '10.10.30.1',
       'WORKER_solo-2': '10.10.30.2',
     });
-  });
+  }, 240_000);
 
   it('reports a failed KUD Job with the contract message, an Event and provisioning.failed', async () => {
     const namespace = cluster.namespace;
@@ -179,7 +196,11 @@ describe('chain variants', () => {
       }),
     );
     await harness.publish(sourceEvent('add', created));
-    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-doomed', 'Failed');
+    await releaseKudJob(namespace, 'doomed', 1);
+    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-doomed')).ended).toMatchObject({
+      type: 'Failed',
+      reason: 'BackoffLimitExceeded',
+    });
     const [failed] = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-doomed'));
     expect(failed?.reply?.type).toBe(EventTypes.provisioningFailed);
     const message = 'Job Failed, KUD not installed in Cluster doomed, check pod logs';
@@ -203,5 +224,9 @@ describe('chain variants', () => {
     expect(again.map((d) => d.status)).toEqual([204]);
     const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
     expect((await batch.readNamespacedJob({ name: 'kud-doomed', namespace })).status?.failed).toBe(1);
-  });
+    // The pod logs the message points at are there: the installer's own last line.
+    expect(await jobPodLog(cluster.kubeConfig, namespace, 'kud-doomed')).toContain(
+      '[kud-installer test image] released: exit 1',
+    );
+  }, 240_000);
 });

@@ -5,17 +5,15 @@
  * with `kubectl label --overwrite`, `bpa.akraino.org/retry`, and the finalizer (a cleanup Job
  * that succeeds, and one that cannot run: a timeout, then the finalizer goes with a Warning).
  *
- * Imitation, said plainly: no Job controller runs here, so the test writes the cleanup Job's
- * status as the controller would; the cleanup Job's `rm` itself runs only on the one-machine
- * cluster's node (not in this file).
- *
- * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
- * (finishJobAsController). The real controller and node run the KUD Job in
- * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
+ * The KUD and cleanup Jobs run on the run's node (local/node, our imitation of a kubelet) and end
+ * by the real Job controller: the KUD image's installer (kud-waits, test/fixtures/node/
+ * kud-installers) exits with the code the test releases it with, the cleanup Job's `rm` runs in
+ * the test shell image, and the cleanup that cannot run has an image the node does not have.
+ * Nothing writes a Job's status but the Job controller.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import {
   BatchV1Api,
   CoordinationV1Api,
@@ -31,12 +29,13 @@ import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/in
 import { createNamespace, deleteNamespace, uniqueNamespaceName } from '../../../local/control-plane/index.js';
 import { useTestCluster } from '../../support/cluster.js';
 import {
-  ChainHarness,
-  finishJobAsController,
-  jobUpdateEvent,
-  pingEvent,
-  sourceEvent,
-} from './support/chain-harness.js';
+  createKudSshKeySecret,
+  describeOnNode,
+  kudTestImage,
+  releaseKudJob,
+  waitForJobEnd,
+} from '../../support/node.js';
+import { ChainHarness, jobUpdateEvent, pingEvent, sourceEvent } from './support/chain-harness.js';
 import {
   bpaGroup,
   conditionOf,
@@ -51,7 +50,7 @@ const cluster = useTestCluster();
 const mac = (i: number) => `ee:10:00:00:00:${String(i).padStart(2, '0')}`;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-describe('cluster names, changes, retry and deletion', () => {
+describeOnNode('cluster names, changes, retry and deletion', () => {
   let harness: ChainHarness;
   let other = '';
   let functionsNamespace = '';
@@ -81,11 +80,16 @@ describe('cluster names, changes, retry and deletion', () => {
         bootMac: mac(i),
         nics: [{ name: 'eth0', mac: mac(i), ip: `10.50.0.${i}` }],
       });
+    for (const namespace of [cluster.namespace, other])
+      await createKudSshKeySecret(cluster.kubeConfig, namespace);
     harness = new ChainHarness(cluster.kubeConfig, {
       BMH_NAMESPACE: cluster.namespace,
       IP_SOURCES: 'nics',
       SWEEP_NAMESPACES: `${cluster.namespace},${other}`,
       FUNCTIONS_NAMESPACE: functionsNamespace,
+      KUD_IMAGE: kudTestImage.waits,
+      // The cleanup Job's `rm` runs on the node in the test shell.
+      CLEANUP_IMAGE: 'bpa.local/test/shell:1',
       CLEANUP_TIMEOUT_SECONDS: '600',
     });
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
@@ -161,7 +165,9 @@ describe('cluster names, changes, retry and deletion', () => {
     expect(
       conditionOf(await readProvisioning(cluster.kubeConfig, cluster.namespace, 'owner'), 'Ready')?.reason,
     ).toBe('Deleting');
-    await finishJobAsController(cluster.kubeConfig, cluster.namespace, 'kud-shared-cleanup', 'Complete');
+    expect(
+      (await waitForJobEnd(cluster.kubeConfig, cluster.namespace, 'kud-shared-cleanup')).ended,
+    ).toMatchObject({ type: 'Complete' });
     await ping('kud-job-launch'); // releases the name, removes the finalizer: the Provisioning goes
     await expect(readProvisioning(cluster.kubeConfig, cluster.namespace, 'owner')).rejects.toMatchObject({
       code: 404,
@@ -172,7 +178,7 @@ describe('cluster names, changes, retry and deletion', () => {
     expect(
       conditionOf(await readProvisioning(cluster.kubeConfig, other, 'waiting'), 'HostsResolved')?.status,
     ).toBe('True');
-  });
+  }, 240_000);
 
   it('removes the finalizer with a Warning Event when the cleanup cannot run in time', async () => {
     const quick = new ChainHarness(cluster.kubeConfig, {
@@ -180,6 +186,9 @@ describe('cluster names, changes, retry and deletion', () => {
       IP_SOURCES: 'nics',
       SWEEP_NAMESPACES: cluster.namespace,
       FUNCTIONS_NAMESPACE: functionsNamespace,
+      KUD_IMAGE: kudTestImage.waits,
+      // An image the node does not have: the cleanup Job's pod waits (ErrImageNeverPull).
+      CLEANUP_IMAGE: 'bpa.local/test/not-on-this-node:1',
       CLEANUP_TIMEOUT_SECONDS: '1',
     });
     await quick.start([hostLookup, inventoryRender, kudJobLaunch]);
@@ -192,7 +201,7 @@ describe('cluster names, changes, retry and deletion', () => {
         namespace: cluster.namespace,
         name: 'stuck',
       });
-      await quick.deliver('kud-job-launch', pingEvent()); // cleanup Job created; nothing will run it
+      await quick.deliver('kud-job-launch', pingEvent()); // cleanup Job created; it cannot run
       await new Promise((resolve) => setTimeout(resolve, 1500));
       await quick.deliver('kud-job-launch', pingEvent());
       await expect(readProvisioning(cluster.kubeConfig, cluster.namespace, 'stuck')).rejects.toMatchObject({
@@ -238,7 +247,11 @@ describe('cluster names, changes, retry and deletion', () => {
     const created = await add(cluster.namespace, 'retry', 'retry', 6);
     await harness.publish(sourceEvent('add', created));
     const first = await batch().readNamespacedJob({ name: 'kud-retry', namespace: cluster.namespace });
-    await finishJobAsController(cluster.kubeConfig, cluster.namespace, 'kud-retry', 'Failed');
+    await releaseKudJob(cluster.namespace, 'retry', 1);
+    expect((await waitForJobEnd(cluster.kubeConfig, cluster.namespace, 'kud-retry')).ended).toMatchObject({
+      type: 'Failed',
+      reason: 'BackoffLimitExceeded',
+    });
     await harness.publish(await jobUpdateEvent(cluster.kubeConfig, cluster.namespace, 'kud-retry'));
     expect(
       conditionOf(await readProvisioning(cluster.kubeConfig, cluster.namespace, 'retry'), 'Ready')?.reason,
@@ -268,5 +281,5 @@ describe('cluster names, changes, retry and deletion', () => {
       sourceEvent('update', await readProvisioning(cluster.kubeConfig, cluster.namespace, 'retry')),
     );
     expect(again.map((d) => d.status)).toEqual([204]);
-  });
+  }, 240_000);
 });

@@ -5,15 +5,14 @@
  * a Job deleted by hand (JobMissing), a Job refused by a ValidatingAdmissionPolicy (JobRefused,
  * no loop), cancel, the deadline, the Job's progress and spec.installTimeoutSeconds.
  *
- * Imitation, said plainly: there is no Job controller or kubelet in this control plane; Job and
- * pod status are written by the test through their status subresources, as those controllers
- * would (chain-harness.ts). The ValidatingAdmissionPolicy is enforced by the real API server.
- *
- * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
- * (finishJobAsController). The real controller and node run the KUD Job in
- * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
+ * The KUD Jobs run on the run's node (local/node, our imitation of a kubelet) and Kubernetes' own
+ * Job controller and garbage collector decide their status: their image's installer (kud-waits,
+ * test/fixtures/node/kud-installers) exits with the code the test releases it with, the deadline
+ * is a real activeDeadlineSeconds, and the waiting pod is one whose Secret does not exist. Nothing
+ * writes a Job's or a pod's status but those. The ValidatingAdmissionPolicy is enforced by the
+ * real API server.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import {
   AdmissionregistrationV1Api,
   BatchV1Api,
@@ -31,12 +30,15 @@ import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/in
 import { createNamespace, deleteNamespace, uniqueNamespaceName } from '../../../local/control-plane/index.js';
 import { useTestCluster } from '../../support/cluster.js';
 import {
-  ChainHarness,
-  finishJobAsController,
-  jobUpdateEvent,
-  pingEvent,
-  sourceEvent,
-} from './support/chain-harness.js';
+  createKudSshKeySecret,
+  describeOnNode,
+  kudTestImage,
+  releaseKudJob,
+  waitForJobEnd,
+  waitForPodsGone,
+} from '../../support/node.js';
+import { waitFor } from '../../../local/control-plane/index.js';
+import { ChainHarness, jobUpdateEvent, pingEvent, sourceEvent } from './support/chain-harness.js';
 import {
   bpaGroup,
   conditionOf,
@@ -50,8 +52,10 @@ const cluster = useTestCluster();
 const mac = (i: number) => `dd:00:00:00:00:${String(i).padStart(2, '0')}`;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
-describe('the KUD Job lifecycle', () => {
+describeOnNode('the KUD Job lifecycle', () => {
   let harness: ChainHarness;
+  /** The same functions, with an SSH key Secret that does not exist: the KUD pod waits. */
+  let noSecretHarness: ChainHarness;
   let functionsNamespace = '';
   const core = () => cluster.kubeConfig.makeApiClient(CoreV1Api);
   const batch = () => cluster.kubeConfig.makeApiClient(BatchV1Api);
@@ -68,6 +72,7 @@ describe('the KUD Job lifecycle', () => {
     i: number,
     extra: Partial<Parameters<typeof provisioningObject>[0]> = {},
     spec: Record<string, unknown> = {},
+    through: ChainHarness = harness,
   ) => {
     const object = provisioningObject({
       name,
@@ -80,7 +85,7 @@ describe('the KUD Job lifecycle', () => {
       ...object,
       spec: { ...object.spec, ...spec },
     });
-    const deliveries = await harness.publish(sourceEvent('add', created));
+    const deliveries = await through.publish(sourceEvent('add', created));
     return { created, deliveries };
   };
   const patch = (name: string, body: object) =>
@@ -104,23 +109,32 @@ describe('the KUD Job lifecycle', () => {
         bootMac: mac(i),
         nics: [{ name: 'eth0', mac: mac(i), ip: `10.40.0.${i}` }],
       });
-    harness = new ChainHarness(cluster.kubeConfig, {
+    await createKudSshKeySecret(cluster.kubeConfig, ns());
+    const env = {
       BMH_NAMESPACE: ns(),
       IP_SOURCES: 'nics',
       SWEEP_NAMESPACES: ns(),
       FUNCTIONS_NAMESPACE: functionsNamespace,
-    });
+      KUD_IMAGE: kudTestImage.waits,
+    };
+    harness = new ChainHarness(cluster.kubeConfig, env);
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
+    noSecretHarness = new ChainHarness(cluster.kubeConfig, { ...env, SSH_KEY_SECRET: 'absent-ssh-key' });
+    await noSecretHarness.start([hostLookup, inventoryRender, kudJobLaunch]);
   });
   afterAll(async () => {
     await harness?.stop();
+    await noSecretHarness?.stop();
     if (functionsNamespace) await deleteNamespace(cluster.kubeConfig, functionsNamespace);
   });
 
   it('launches a new Job when a spec change keeps the inventory but adds a plugin', async () => {
     await start('plugins', 1, { kudPlugins: ['multus'] });
     const first = await readJob('kud-plugins');
-    await finishJobAsController(cluster.kubeConfig, ns(), 'kud-plugins', 'Complete');
+    await releaseKudJob(ns(), 'plugins', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-plugins')).ended).toMatchObject({
+      type: 'Complete',
+    });
     await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-plugins'));
     expect(conditionOf(await status('plugins'), 'Ready')).toMatchObject({ status: 'True' });
 
@@ -180,9 +194,23 @@ describe('the KUD Job lifecycle', () => {
         `Job ${ns()}/kud-foreign already exists and was not created by bpa-functions`,
       ),
     });
-    const after = await readJob('kud-foreign');
+    // Once the Job controller has written its status (startTime), nothing else may have written since.
+    const after = await waitFor(
+      async () => {
+        const job = await readJob('kud-foreign');
+        return job.status?.startTime ? job : undefined;
+      },
+      { what: 'the Job controller’s status of kud-foreign', timeoutMs: 60_000, intervalMs: 250 },
+    );
     expect(after.metadata?.uid).toBe(created.metadata?.uid);
-    expect(after.metadata?.resourceVersion).toBe(created.metadata?.resourceVersion);
+    expect(after.metadata?.generation).toBe(created.metadata?.generation);
+    expect(after.spec).toEqual(created.spec);
+    expect(after.metadata?.labels).toEqual(created.metadata?.labels);
+    expect(after.metadata?.annotations).toEqual(created.metadata?.annotations);
+    expect(after.metadata?.ownerReferences).toEqual(created.metadata?.ownerReferences);
+    const creators = new Set((created.metadata?.managedFields ?? []).map((f) => f.manager));
+    const since = (after.metadata?.managedFields ?? []).filter((f) => !creators.has(f.manager));
+    expect(since.map((f) => [f.manager, f.subresource])).toEqual([['kube-controller-manager', 'status']]);
   });
 
   it('never adopts a pre-existing <cluster>-configmap when the Job succeeds', async () => {
@@ -194,7 +222,10 @@ describe('the KUD Job lifecycle', () => {
       },
     });
     await start('ipmap', 4);
-    await finishJobAsController(cluster.kubeConfig, ns(), 'kud-ipmap', 'Complete');
+    await releaseKudJob(ns(), 'ipmap', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-ipmap')).ended).toMatchObject({
+      type: 'Complete',
+    });
     const deliveries = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-ipmap'));
     expect(summary(deliveries)).toEqual([['kud-job-launch', 200, EventTypes.provisioningFailed]]);
     expect(conditionOf(await status('ipmap'), 'Ready')).toMatchObject({
@@ -250,8 +281,16 @@ describe('the KUD Job lifecycle', () => {
     const live = await status('missing');
     expect(conditionOf(live, 'KudInstalled')).toMatchObject({ status: 'False', reason: 'JobMissing' });
     expect(conditionOf(live, 'JobLaunched')).toMatchObject({ status: 'True' });
-    // The new Job completes the chain as usual.
-    await finishJobAsController(cluster.kubeConfig, ns(), 'kud-missing', 'Complete');
+    // The new Job completes the chain as usual (released once the first one's pod is gone).
+    await waitForPodsGone(
+      cluster.kubeConfig,
+      ns(),
+      `batch.kubernetes.io/controller-uid=${first.metadata?.uid}`,
+    );
+    await releaseKudJob(ns(), 'missing', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-missing')).ended).toMatchObject({
+      type: 'Complete',
+    });
     await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-missing'));
     expect(conditionOf(await status('missing'), 'KudInstalled')).toMatchObject({ status: 'True' });
   });
@@ -360,103 +399,49 @@ describe('the KUD Job lifecycle', () => {
   });
 
   it('says JobDeadlineExceeded when the Job ran past its deadline', async () => {
-    await start('slow', 9);
-    const job = await readJob('kud-slow');
-    const now = new Date();
-    await batch().replaceNamespacedJobStatus({
-      name: 'kud-slow',
-      namespace: ns(),
-      body: {
-        ...job,
-        status: {
-          startTime: new Date(now.getTime() - 7_300_000),
-          failed: 1,
-          conditions: [
-            {
-              type: 'FailureTarget',
-              status: 'True',
-              reason: 'DeadlineExceeded',
-              message: 'Job was active longer than specified deadline',
-              lastTransitionTime: now,
-              lastProbeTime: now,
-            },
-            {
-              type: 'Failed',
-              status: 'True',
-              reason: 'DeadlineExceeded',
-              message: 'Job was active longer than specified deadline',
-              lastTransitionTime: now,
-              lastProbeTime: now,
-            },
-          ],
-        },
-      },
-    });
+    // Never released: the Job controller fails it at its activeDeadlineSeconds.
+    await start('slow', 9, {}, { installTimeoutSeconds: 3 });
+    const job = await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-slow');
+    expect(job.ended).toMatchObject({ type: 'Failed', reason: 'DeadlineExceeded' });
+    expect(job.spec?.activeDeadlineSeconds).toBe(3);
     await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-slow'));
     expect(conditionOf(await status('slow'), 'Ready')).toMatchObject({
       status: 'False',
       reason: 'JobDeadlineExceeded',
-      message: expect.stringContaining('exceeded its deadline of 7200 s, KUD not installed in Cluster slow'),
+      message: expect.stringContaining('exceeded its deadline of 3 s, KUD not installed in Cluster slow'),
     });
-  });
+  }, 180_000);
 
   it('shows the running Job’s pod, why it waits and the time left', async () => {
-    await start('progress', 10);
-    const job = await readJob('kud-progress');
-    await batch().replaceNamespacedJobStatus({
-      name: 'kud-progress',
-      namespace: ns(),
-      body: { ...job, status: { startTime: new Date(Date.now() - 100_000), active: 1 } },
-    });
-    const pod = await core().createNamespacedPod({
-      namespace: ns(),
-      body: {
-        metadata: {
-          name: 'kud-progress-abcde',
-          labels: { 'job-name': 'kud-progress', 'batch.kubernetes.io/job-name': 'kud-progress' },
-        },
-        spec: {
-          restartPolicy: 'Never',
-          automountServiceAccountToken: false,
-          containers: [{ name: 'kud', image: 'kud' }],
-        },
+    // The pod's SSH key Secret does not exist: the node, like a kubelet, keeps it waiting.
+    await start('progress', 10, {}, {}, noSecretHarness);
+    const pod = await waitFor(
+      async () => {
+        const pods = await core().listNamespacedPod({
+          namespace: ns(),
+          labelSelector: 'job-name=kud-progress',
+        });
+        const found = pods.items[0];
+        const waiting = found?.status?.containerStatuses?.[0]?.state?.waiting;
+        return waiting?.message?.includes('absent-ssh-key') ? found : undefined;
       },
-    });
-    await core().replaceNamespacedPodStatus({
-      name: 'kud-progress-abcde',
-      namespace: ns(),
-      body: {
-        ...pod,
-        status: {
-          phase: 'Pending',
-          containerStatuses: [
-            {
-              name: 'kud',
-              image: 'kud',
-              imageID: '',
-              ready: false,
-              restartCount: 0,
-              state: {
-                waiting: {
-                  reason: 'CreateContainerConfigError',
-                  message: 'secret "ssh-key-secret" not found',
-                },
-              },
-            },
-          ],
-        },
-      },
-    });
+      { what: 'the pod of kud-progress waiting for its Secret', timeoutMs: 60_000, intervalMs: 250 },
+    );
+    const sweptAt = Date.now();
     await sweepKudJobLaunch();
+    const startTime = (await readJob('kud-progress')).status?.startTime;
     const progress = (await status('progress')).status as { job?: Record<string, unknown> };
     expect(progress.job).toMatchObject({
       name: 'kud-progress',
-      pod: 'kud-progress-abcde',
+      pod: pod.metadata?.name,
       phase: 'Pending',
-      waitingReason: 'CreateContainerConfigError',
-      waitingMessage: 'secret "ssh-key-secret" not found',
+      waitingReason: 'ContainerCreating',
+      waitingMessage: 'secret "absent-ssh-key" not found',
     });
-    expect(progress.job?.secondsLeft).toBeGreaterThan(7000);
-    expect(progress.job?.secondsLeft).toBeLessThanOrEqual(7100);
+    expect(progress.job?.pod).toMatch(/^kud-progress-[a-z0-9]{5}$/);
+    // The default deadline, 7200 s, counted from the startTime the Job controller wrote.
+    const expected = 7200 - (sweptAt - new Date(startTime ?? 0).getTime()) / 1000;
+    expect(progress.job?.secondsLeft).toBeGreaterThan(expected - 10);
+    expect(progress.job?.secondsLeft).toBeLessThanOrEqual(Math.ceil(expected) + 1);
   });
 });

@@ -38,6 +38,8 @@ async function createVmLookalike(namespace: string, name: string, mac: string, i
         },
       },
       spec: {
+        // Never scheduled: the run's node would otherwise take the pod and write its status.
+        schedulerName: 'virtlet-test-no-scheduler',
         automountServiceAccountToken: false,
         containers: [{ name: 'vm', image: 'virtlet.cloud/cirros' }],
       },

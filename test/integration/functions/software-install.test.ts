@@ -3,14 +3,12 @@
  * instead of running apt) and the real API server: the cluster-not-ready path completed by
  * cluster.ready from the chain, the command per role, one session for a node in both roles,
  * trust on first use then enforcement, hosts failing alone, and injection stopped before any
- * connection.
- *
- * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
- * (finishJobAsController). The real controller and node run the KUD Job in
- * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
+ * connection. The KUD Job runs on the run's node and the real Job controller completes it (its
+ * image's installer exits 0: kud-succeeds, test/fixtures/node/kud-installers); nothing writes a
+ * Job's status but the Job controller.
  */
 import { installScript } from '../../../functions/software-install/ssh/command.js';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
 import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
@@ -19,7 +17,8 @@ import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/in
 import { definition as softwareInstall } from '../../../functions/software-install/index.js';
 import { useTestCluster } from '../../support/cluster.js';
 import { startSshHosts, type SshHosts, type SshTestHost } from '../../support/sshd.js';
-import { ChainHarness, finishJobAsController, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
+import { describeOnNode, kudTestImage, waitForJobEnd } from '../../support/node.js';
+import { ChainHarness, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
 import {
   bpaGroup,
   createBareMetalHost,
@@ -59,7 +58,7 @@ interface StoredSoftware {
   };
 }
 
-describe('software-install', () => {
+describeOnNode('software-install', () => {
   let lab: SshHosts;
   let hosts: SshTestHost[];
   let harness: ChainHarness;
@@ -123,6 +122,7 @@ describe('software-install', () => {
       SSH_CONNECT_TIMEOUT_SECONDS: '10',
       SSH_TIMEOUT_SECONDS: '30',
       SSH_CONCURRENCY: '4',
+      KUD_IMAGE: kudTestImage.succeeds,
     });
     await harness.start([hostLookup, inventoryRender, kudJobLaunch, softwareInstall]);
   }, 120_000);
@@ -163,7 +163,9 @@ describe('software-install', () => {
       }),
     );
     await harness.publish(sourceEvent('add', provisioning));
-    await finishJobAsController(cluster.kubeConfig, namespace, 'kud-lab-1', 'Complete');
+    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-lab-1')).ended).toMatchObject({
+      type: 'Complete',
+    });
     const completion = await harness.publish(
       await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-lab-1'),
     );
@@ -198,7 +200,7 @@ describe('software-install', () => {
       harness.publish(completion[0]?.event as never),
     ]);
     expect(commandCounts()).toEqual([1, 1, 1, 0]);
-  });
+  }, 240_000);
 
   it('stops an injection attempt before any connection', async () => {
     const before = commandCounts();

@@ -8,12 +8,11 @@
  * the finished Job and rewrites both ConfigMaps, and each function's sweep. A missing rule is a
  * 403 and fails a step; at the end, the calls each function made (recorded per request, as the
  * authorizer sees them) must be exactly its rows of the table, so a rule nothing uses fails too.
- *
- * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
- * (finishJobAsController). The real controller and node run the KUD Job in
- * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
+ * The KUD Jobs run on the run's node and end by the real Job controller: their image's installer
+ * (kud-waits, test/fixtures/node/kud-installers) exits 0 when the test releases it, so the sweep
+ * sees a Job that really runs. Nothing writes a Job's status but the Job controller.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import {
   BatchV1Api,
   CoordinationV1Api,
@@ -33,9 +32,9 @@ import { useTestCluster } from '../../support/cluster.js';
 import { RecordingKubeConfig, type ApiCall } from '../../support/recording-kube-config.js';
 import { asServiceAccount } from '../../support/service-account-kubeconfig.js';
 import { startSshHosts, type SshHosts } from '../../support/sshd.js';
+import { describeOnNode, kudTestImage, releaseKudJob, waitForJobEnd } from '../../support/node.js';
 import {
   ChainHarness,
-  finishJobAsController,
   jobUpdateEvent,
   pingEvent,
   sourceEvent,
@@ -76,7 +75,7 @@ function permissionOfCall(call: ApiCall, grants: Grant[]): string {
   return permissionKey({ ...call, ...(named ? { resourceName: call.name } : { resourceName: undefined }) });
 }
 
-describe('each function under its own ServiceAccount', () => {
+describeOnNode('each function under its own ServiceAccount', () => {
   let prefix = '';
   let lab: SshHosts;
   /** The whole chain: every function's server, each with its own KubeConfig. */
@@ -133,7 +132,11 @@ describe('each function under its own ServiceAccount', () => {
       namespace,
       body: {
         metadata: { name: 'ssh-key-secret' },
-        data: { id_rsa: Buffer.from(lab.privateKey).toString('base64') },
+        data: {
+          id_rsa: Buffer.from(lab.privateKey).toString('base64'),
+          // The KUD Job mounts both keys; the node starts no pod whose Secret lacks one.
+          'id_rsa.pub': Buffer.from(lab.publicKey).toString('base64'),
+        },
       },
     });
     // The master's IP comes from a lease file published as a ConfigMap, the worker's from its NIC.
@@ -179,6 +182,7 @@ describe('each function under its own ServiceAccount', () => {
       SSH_PORT: String(lab.port),
       SSH_CONNECT_TIMEOUT_SECONDS: '10',
       SSH_TIMEOUT_SECONDS: '30',
+      KUD_IMAGE: kudTestImage.waits,
     };
     chain = new ChainHarness(admin());
     for (const definition of functions) {
@@ -237,8 +241,9 @@ describe('each function under its own ServiceAccount', () => {
       ['inventory-render', 200, EventTypes.inventoryRendered],
       ['kud-job-launch', 200, EventTypes.kudJobLaunched],
     ]);
-    // The Job controller's part, done as admin; then the Job source's update event.
-    await finishJobAsController(admin(), namespace, 'kud-edge-1', 'Complete');
+    // The Job controller's part (the test releases the installer); then the Job source's update event.
+    await releaseKudJob(namespace, 'edge-1', 0);
+    expect((await waitForJobEnd(admin(), namespace, 'kud-edge-1')).ended).toMatchObject({ type: 'Complete' });
     expect(summary(await chain.publish(await jobUpdateEvent(admin(), namespace, 'kud-edge-1')))).toEqual([
       ['kud-job-launch', 200, EventTypes.clusterReady],
       ['software-install', 200, EventTypes.softwareInstalled],
@@ -250,7 +255,7 @@ describe('each function under its own ServiceAccount', () => {
       status: 'True',
     });
     expect(conditionOf(await readSoftware('tools'), 'Ready')).toMatchObject({ status: 'True' });
-  });
+  }, 240_000);
 
   it('runs host-lookup for a Virtlet cluster (VM pods listed in VM_NAMESPACES only)', async () => {
     const created = await createProvisioning(
@@ -284,7 +289,10 @@ describe('each function under its own ServiceAccount', () => {
     ]);
     // While it runs, kud-job-launch's sweep shows its pod on status (pods list).
     expect((await chain.deliver('kud-job-launch', pingEvent())).status).toBe(204);
-    await finishJobAsController(admin(), cluster.namespace, 'kud-edge-1', 'Complete');
+    await releaseKudJob(cluster.namespace, 'edge-1', 0);
+    expect((await waitForJobEnd(admin(), cluster.namespace, 'kud-edge-1')).ended).toMatchObject({
+      type: 'Complete',
+    });
     expect(summary(await chain.publish(await jobUpdateEvent(admin(), cluster.namespace, 'kud-edge-1')))).toEqual([
       ['kud-job-launch', 200, EventTypes.clusterReady],
       ['software-install', 204, undefined],
@@ -299,7 +307,7 @@ describe('each function under its own ServiceAccount', () => {
     expect(await eventCount('edge', 'InventoryRendered')).toBe(2);
     expect(await eventCount('edge', 'KudInstalled')).toBe(2);
     expect(await eventCount('tools', 'Installed')).toBe(2);
-  });
+  }, 240_000);
 
   it('replaces the finished Job and both ConfigMaps on an inventory change; the sweeps finish it', async () => {
     const namespace = cluster.namespace;
@@ -322,7 +330,8 @@ describe('each function under its own ServiceAccount', () => {
     expect(newInventory.data?.['hosts.ini']).not.toBe(oldInventory.data?.['hosts.ini']);
 
     // The Job finishes and its update event is lost: the sweep (ping) finds it.
-    await finishJobAsController(admin(), namespace, 'kud-edge-1', 'Complete');
+    await releaseKudJob(namespace, 'edge-1', 0);
+    expect((await waitForJobEnd(admin(), namespace, 'kud-edge-1')).ended).toMatchObject({ type: 'Complete' });
     expect(summary(await chain.publish(pingEvent()))).toEqual([
       ['host-lookup', 204, undefined],
       ['kud-job-launch', 204, undefined],
@@ -340,7 +349,7 @@ describe('each function under its own ServiceAccount', () => {
     });
     const status = await readProvisioning(admin(), namespace, 'edge');
     expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'True', observedGeneration: 3 });
-  });
+  }, 240_000);
 
   it('deletes a Provisioning: kud-job-launch’s sweep releases its cluster name and removes the finalizer', async () => {
     const namespace = cluster.namespace;

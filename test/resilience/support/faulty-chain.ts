@@ -1,12 +1,11 @@
 /**
  * The four functions behind their real HTTP servers, with the broker's part played by a driver
  * that can misbehave on purpose: drop an event once, deliver it twice, deliver late, and retry
- * 5xx answers the way the broker does. The ApiServerSource and the Job controller are played
- * as in test/integration/functions/support/chain-harness.ts (whose ChainHarness runs the servers).
- *
- * IMITATION: no Job controller runs here; the test writes the Job's status as the real one would
- * (finishJobAsController). The real controller and node run the KUD Job in
- * test/integration/node/kud-job.test.ts; moving this suite onto them is open (issue 16).
+ * 5xx answers the way the broker does. The ApiServerSource is played as in
+ * test/integration/functions/support/chain-harness.ts (whose ChainHarness runs the servers): the
+ * live Job is posted as its update event. The KUD Jobs run on the run's node and end by the real
+ * Job controller: their image's installer (kud-waits, test/fixtures/node/kud-installers) exits 0
+ * when finishJob releases it. Nothing writes a Job's status but the Job controller.
  */
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
@@ -18,9 +17,10 @@ import type { Env } from '../../../shared/config.js';
 import type { Logger } from '../../../shared/log.js';
 import { startFunctionServer } from '../../../shared/server/function-server.js';
 import type { FunctionDefinition } from '../../../shared/server/types.js';
+import { createKudSshKeySecret, kudTestImage, releaseKudJob, waitForJobEnd } from '../../support/node.js';
+import { isStatus } from '../../../local/control-plane/index.js';
 import {
   ChainHarness,
-  finishJobAsController,
   jobUpdateEvent,
   pingEvent,
   type Delivery,
@@ -57,8 +57,13 @@ export class FaultyChain {
   private late: CloudEvent<unknown>[] = [];
   /** Delivery answers >= 500 seen (and retried). */
   serverErrors = 0;
+  /** The functions' env: KUD_IMAGE is the test image that waits for finishJob unless the test names one. */
+  private readonly env: Env;
+  /** Namespaces whose KUD SSH key Secret is known to exist. */
+  private readonly withSecret = new Set<string>();
   constructor(private readonly options: FaultyChainOptions) {
-    this.harness = new ChainHarness(options.functionKubeConfig ?? options.kubeConfig, options.env);
+    this.env = { KUD_IMAGE: kudTestImage.waits, ...options.env };
+    this.harness = new ChainHarness(options.functionKubeConfig ?? options.kubeConfig, this.env);
   }
 
   async start() {
@@ -79,7 +84,7 @@ export class FaultyChain {
           host: '127.0.0.1',
           port: 0,
           kubeConfig: this.options.functionKubeConfig ?? this.options.kubeConfig,
-          env: this.options.env,
+          env: this.env,
           sink: this.harness.collector.url,
           log: this.options.log,
           tracing: false,
@@ -151,19 +156,38 @@ export class FaultyChain {
     return made;
   }
 
-  /** Plays the Job controller (when the Job exists and is not finished) and the Job source. */
+  /**
+   * When the Job exists and is not finished: lets its installer exit 0, waits for the real Job
+   * controller to complete it, then plays the Job source (the live Job as an update event).
+   */
   async finishJob(
     namespace: string,
     jobName: string,
     fault?: (event: CloudEvent<unknown>, target: string) => Fault,
   ): Promise<Delivery[]> {
-    const batch = this.options.kubeConfig.makeApiClient(BatchV1Api);
+    const { kubeConfig } = this.options;
+    const batch = kubeConfig.makeApiClient(BatchV1Api);
     const job = await batch.readNamespacedJob({ name: jobName, namespace }).catch(() => undefined);
     if (!job) return [];
     const finished = (job.status?.conditions ?? []).some((c) => c.type === 'Complete' && c.status === 'True');
     if (finished) return [];
-    await finishJobAsController(this.options.kubeConfig, namespace, jobName, 'Complete');
-    return this.publish(await jobUpdateEvent(this.options.kubeConfig, namespace, jobName), fault);
+    await this.ensureKudSshKeySecret(namespace);
+    await releaseKudJob(namespace, job.metadata?.labels?.cluster ?? '', 0);
+    const ended = await waitForJobEnd(kubeConfig, namespace, jobName);
+    if (ended.ended.type !== 'Complete')
+      throw new Error(
+        `Job ${namespace}/${jobName} ended ${ended.ended.type} (${ended.ended.reason}), not Complete`,
+      );
+    return this.publish(await jobUpdateEvent(kubeConfig, namespace, jobName), fault);
+  }
+
+  /** The Secret the KUD Job mounts, unless the test made one (the test image reads none). */
+  private async ensureKudSshKeySecret(namespace: string): Promise<void> {
+    if (this.withSecret.has(namespace)) return;
+    await createKudSshKeySecret(this.options.kubeConfig, namespace).catch((error: unknown) => {
+      if (!isStatus(error, 409)) throw error;
+    });
+    this.withSecret.add(namespace);
   }
 }
 

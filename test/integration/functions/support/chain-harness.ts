@@ -2,11 +2,12 @@
  * Runs the functions through their real HTTP servers (127.0.0.1, ephemeral ports) and plays
  * the broker's part in the simplest way: POST an event to every function whose Trigger
  * accepts it, then POST each reply on, until no reply is left. Also plays the ApiServerSource
- * (events built from live objects) and the Job controller (Job status through its subresource).
+ * (events built from live objects). Jobs are run by the real Job controller on the run's node
+ * (test/support/node.ts); nothing here writes a Job's status.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BatchV1Api, type KubeConfig, type V1Job } from '@kubernetes/client-node';
+import { BatchV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { CloudEvent } from 'cloudevents';
 import { parseHttpEvent } from '../../../../shared/cloudevents/message.js';
 import { postEvent } from '../../../../shared/cloudevents/sink-client.js';
@@ -200,62 +201,6 @@ export const pingEvent = () =>
     datacontenttype: 'application/json',
     data: { sweep: true },
   });
-
-/**
- * Finishes a Job as the Job controller (1.31+) does, through the status subresource: startTime,
- * then SuccessCriteriaMet + Complete with completionTime, or FailureTarget + Failed.
- */
-export async function finishJobAsController(
-  kubeConfig: KubeConfig,
-  namespace: string,
-  name: string,
-  outcome: 'Complete' | 'Failed',
-): Promise<V1Job> {
-  const batch = kubeConfig.makeApiClient(BatchV1Api);
-  const job = await batch.readNamespacedJob({ name, namespace });
-  const start = new Date(Date.now() - 90_000);
-  const end = new Date();
-  const condition = (type: string, reason: string, message: string) => ({
-    type,
-    status: 'True',
-    reason,
-    message,
-    lastProbeTime: end,
-    lastTransitionTime: end,
-  });
-  const status =
-    outcome === 'Complete'
-      ? {
-          startTime: start,
-          completionTime: end,
-          succeeded: 1,
-          active: 0,
-          ready: 0,
-          terminating: 0,
-          uncountedTerminatedPods: {},
-          conditions: [
-            condition(
-              'SuccessCriteriaMet',
-              'CompletionsReached',
-              'Reached expected number of succeeded pods',
-            ),
-            condition('Complete', 'CompletionsReached', 'Reached expected number of succeeded pods'),
-          ],
-        }
-      : {
-          startTime: start,
-          failed: 1,
-          active: 0,
-          ready: 0,
-          terminating: 0,
-          uncountedTerminatedPods: {},
-          conditions: [
-            condition('FailureTarget', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'),
-            condition('Failed', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'),
-          ],
-        };
-  return batch.replaceNamespacedJobStatus({ name, namespace, body: { ...job, status } });
-}
 
 /** The live Job as an update event (what the Job ApiServerSource sends after a status change). */
 export async function jobUpdateEvent(kubeConfig: KubeConfig, namespace: string, name: string) {

@@ -1,0 +1,141 @@
+/**
+ * What the run's node (started by the global setup, test/support/global-setup.ts) gives test
+ * files: whether it runs, KUD installer images whose outcome the test chooses
+ * (test/fixtures/node/images.yaml), the Secret the KUD Job mounts, and a wait for the real Job
+ * controller to end a Job. Suites that need the node use describeOnNode: without root (or network
+ * namespaces) they skip, saying why, instead of failing.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe } from '@jest/globals';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type V1Job,
+  type V1JobCondition,
+} from '@kubernetes/client-node';
+import { waitFor } from '../../local/control-plane/index.js';
+import { defaultSshKeySecret, kudMultiClusterPath } from '../../shared/core/kud-job.js';
+import { testEnv } from './control-plane-env.js';
+
+/**
+ * KUD_IMAGE values: the KUD Job's `./installer` exits 0, exits 1 after a line, never ends, or
+ * waits until releaseKudJob gives it its exit code.
+ */
+export const kudTestImage = {
+  succeeds: 'bpa.local/test/kud-succeeds:1',
+  fails: 'bpa.local/test/kud-fails:1',
+  hangs: 'bpa.local/test/kud-hangs:1',
+  waits: 'bpa.local/test/kud-waits:1',
+} as const;
+
+/**
+ * Ends the installer of kud-waits for this namespace's cluster with the given exit code: writes
+ * the release file on the node's hostPath that the KUD Job mounts (see its installer). The Job
+ * may be released before its pod starts; the first pod of the cluster to see the release uses it
+ * up (so release a replaced Job only once its predecessor's pod is gone: waitForPodsGone).
+ */
+export async function releaseKudJob(namespace: string, cluster: string, exitCode: 0 | 1): Promise<void> {
+  const root = process.env[testEnv.nodeHostPaths];
+  if (!root) throw new Error(`${testEnv.nodeHostPaths} is not set: the run has no node`);
+  const dir = join(root, kudMultiClusterPath, '.test-release', namespace);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, cluster), `${exitCode}\n`);
+}
+
+/** The line the failing image prints before it exits 1 (its `kubectl logs`). */
+export const kudFailsLine = (cluster: string) =>
+  `[kud-installer test image] fails: installer --cluster ${cluster} exits 1`;
+
+/** Why the run has no node, or undefined when it has one. */
+export function noNodeReason(): string | undefined {
+  if (process.env[testEnv.node]) return undefined;
+  return (
+    process.env[testEnv.noNode] ?? `${testEnv.node} is not set (run in the integration or resilience project)`
+  );
+}
+
+/** describe() when the run's node runs; otherwise describe.skip(), the reason in the name and on stderr. */
+export function describeOnNode(name: string, body: () => void): void {
+  const reason = noNodeReason();
+  if (!reason) {
+    describe(name, body);
+    return;
+  }
+  process.stderr.write(`[node] skipping "${name}": it needs the run's node, and ${reason}\n`);
+  describe.skip(`${name} (skipped: needs the node; ${reason})`, body);
+}
+
+/**
+ * The Secret the KUD Job mounts (SSH_KEY_SECRET's default). The test images read nothing from it,
+ * but the node, like a kubelet, starts no container whose Secret volume is missing.
+ */
+export async function createKudSshKeySecret(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name = defaultSshKeySecret,
+): Promise<void> {
+  await kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({
+    namespace,
+    body: {
+      metadata: { name },
+      stringData: { id_rsa: 'not a key: the test installer images read none\n', 'id_rsa.pub': 'none\n' },
+    },
+  });
+}
+
+const ended = (job: V1Job): V1JobCondition | undefined =>
+  job.status?.conditions?.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+
+/**
+ * Waits until the real Job controller ends the Job (condition Complete or Failed True) and returns
+ * it, as the API serves it. Throws with the Job's last status on timeout.
+ */
+export async function waitForJobEnd(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+  timeoutMs = 180_000,
+): Promise<V1Job & { ended: V1JobCondition }> {
+  const batch = kubeConfig.makeApiClient(BatchV1Api);
+  let last: V1Job | undefined;
+  try {
+    return await waitFor(
+      async () => {
+        last = await batch.readNamespacedJob({ name, namespace });
+        const condition = ended(last);
+        return condition ? Object.assign(last, { ended: condition }) : undefined;
+      },
+      { what: `Job ${namespace}/${name} Complete or Failed`, timeoutMs, intervalMs: 250 },
+    );
+  } catch (error) {
+    const status = JSON.stringify(last?.status ?? {});
+    throw new Error(`${(error as Error).message}; last status ${status}`, { cause: error });
+  }
+}
+
+/** The log of the (newest) pod of a Job, through kube-apiserver and the node's log endpoint. */
+export async function jobPodLog(kubeConfig: KubeConfig, namespace: string, job: string): Promise<string> {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const pods = (await core.listNamespacedPod({ namespace, labelSelector: `job-name=${job}` })).items;
+  const created = (pod: (typeof pods)[number]) => new Date(pod.metadata?.creationTimestamp ?? 0).getTime();
+  const newest = pods.sort((a, b) => created(a) - created(b)).at(-1);
+  if (!newest?.metadata?.name) throw new Error(`Job ${namespace}/${job} has no pod`);
+  return core.readNamespacedPodLog({ namespace, name: newest.metadata.name, container: 'kud' });
+}
+
+/** Waits until no pod matches the label selector (a deleted Job's pods, removed by the garbage collector). */
+export async function waitForPodsGone(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  labelSelector: string,
+  timeoutMs = 120_000,
+): Promise<void> {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  await waitFor(
+    async () =>
+      (await core.listNamespacedPod({ namespace, labelSelector })).items.length === 0 ? true : undefined,
+    { what: `no pod left in ${namespace} matching ${labelSelector}`, timeoutMs, intervalMs: 250 },
+  );
+}
