@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { conditionFor, setCondition } from '../../../shared/k8s/conditions.js';
 import { classifyApiError } from '../../../shared/k8s/api-errors.js';
-import { ApiException } from '@kubernetes/client-node';
+import { ApiException, type V1Job } from '@kubernetes/client-node';
 import { nextStep } from '../../../functions/host-lookup/next-step.js';
 import { decideLaunch } from '../../../functions/kud-job-launch/launch-decision.js';
 import { parseLeasesSource } from '../../../functions/host-lookup/lease-source.js';
@@ -258,9 +258,9 @@ describe('the KUD Job launch decision', () => {
 });
 
 describe('jobFailure (contract section 10)', () => {
-  const failed = (reason: string) => ({
+  const failed = (reason: string): V1Job => ({
     metadata: { name: 'kud-c1' },
-    spec: { activeDeadlineSeconds: 60 },
+    spec: { activeDeadlineSeconds: 60, template: {} },
     status: { conditions: [{ type: 'Failed', status: 'True', reason }] },
   });
   const contractText = 'Job Failed, KUD not installed in Cluster c1, check pod logs';
