@@ -60,7 +60,11 @@ export function jobFailure(
  * The pod whose logs tell why a Job failed: its newest (a backoffLimit 0 Job has one), else the
  * one the sweep last recorded in status.job; undefined when none is known (e.g. garbage-collected).
  */
-async function failedPodName(clients: KubeClients, live: StoredObject, job: V1Job): Promise<string | undefined> {
+async function failedPodName(
+  clients: KubeClients,
+  live: StoredObject,
+  job: V1Job,
+): Promise<string | undefined> {
   const namespace = live.metadata.namespace ?? '';
   const jobName = job.metadata?.name ?? '';
   const pods = await callApi(`list the pods of Job ${namespace}/${jobName}`, () =>
