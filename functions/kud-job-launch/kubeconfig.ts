@@ -15,7 +15,7 @@ import { ownerOf } from '../../shared/core/render.js';
 import { BpaError } from '../../shared/errors.js';
 import { Reason, sweepRetries } from '../../shared/reasons.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
-import { callApi, classifyApiError, isConflict } from '../../shared/k8s/api-errors.js';
+import { callApi, classifyApiError, isConflict, readOrUndefined } from '../../shared/k8s/api-errors.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
@@ -214,8 +214,8 @@ export async function advanceKubeconfig(
 }
 
 /**
- * Creates an object of the publisher, or accepts the one already there when it is ours (a
- * repeated delivery); one the functions did not create for this Provisioning is never touched.
+ * Reads an object of the publisher and creates it when absent (a 409 of a concurrent delivery
+ * reads again); one that exists is accepted only when it is ours: never adopt.
  */
 async function createOwned(
   kind: string,
@@ -223,16 +223,18 @@ async function createOwned(
   create: () => Promise<unknown>,
   read: () => Promise<{ metadata?: V1ObjectMeta }>,
 ): Promise<void> {
-  try {
-    await create();
-    return;
-  } catch (error) {
-    if (!isConflict(error))
-      throw classifyApiError(error, `create ${kind} for ${owner.namespace}/${owner.name}`);
+  const what = `${kind} for ${owner.namespace}/${owner.name}`;
+  const readIt = () => readOrUndefined(`read ${what}`, read);
+  let stored = await readIt();
+  if (!stored) {
+    try {
+      await create();
+      return;
+    } catch (error) {
+      if (!isConflict(error)) throw classifyApiError(error, `create ${what}`);
+    }
+    stored = await readIt();
   }
-  const stored = await read().catch((error: unknown) => {
-    throw classifyApiError(error, `read ${kind} for ${owner.namespace}/${owner.name}`);
-  });
   const conflict = ownershipConflict(kind, stored, owner);
   if (conflict) throw new BpaError(Reason.ObjectConflict, conflict);
 }
