@@ -89,6 +89,25 @@ export const conditionReasons = {
     sweep: 'retry',
   },
   Deleting: { status: 'Unknown', means: 'Deleted: the cleanup (Job, KUD directory, cluster name) runs' },
+  KubeconfigPublished: {
+    status: 'True',
+    means: "KUD's admin.conf is in the Secret <cluster>-admin-kubeconfig (status.kubeconfigSecret)",
+  },
+  KubeconfigPublishing: {
+    status: 'Unknown',
+    means: "The publisher Job reads admin.conf on the KUD pod's node and writes the kubeconfig Secret",
+  },
+  KubeconfigPublishFailed: {
+    status: 'False',
+    means: 'The publisher Job failed (e.g. KUD wrote no admin.conf); its pod log says why',
+    sweep: 'change',
+  },
+  KubeconfigUnavailable: {
+    status: 'False',
+    means:
+      "The KUD Job's pod (hence the node holding admin.conf) is gone, or the publisher cannot be created",
+    sweep: 'hourly',
+  },
 
   // Software.
   Installed: { status: 'True', means: 'Every node of the cluster has the packages' },

@@ -2,7 +2,7 @@ import type { V1Job } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { buildClusterConfigMap } from '../../shared/core/cluster-configmap.js';
-import { failedByDeadline } from '../../shared/core/job-progress.js';
+import { failedByDeadline, newestPod } from '../../shared/core/job-progress.js';
 import { clusterConfigMapName } from '../../shared/core/names.js';
 import { markManaged } from '../../shared/core/ownership.js';
 import { BpaError } from '../../shared/errors.js';
@@ -13,6 +13,7 @@ import { Reason } from '../../shared/reasons.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
+import { callApi } from '../../shared/k8s/api-errors.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import {
@@ -29,15 +30,22 @@ import { jobsFinished, kudRunDuration, timeToReady } from './metrics.js';
 
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
 
-/** The contract's wording for a failed KUD run (section 6). */
-export const jobFailedMessage = (cluster: string) =>
-  `Job Failed, KUD not installed in Cluster ${cluster}, check pod logs`;
+/**
+ * The contract's wording for a failed KUD run (sections 6 and 10): its text, then the pod whose
+ * logs to read when one is known. The contract's text stays a prefix of the message.
+ */
+export const jobFailedMessage = (cluster: string, pod?: string) =>
+  `Job Failed, KUD not installed in Cluster ${cluster}, check pod logs${pod ? ` (pod ${pod})` : ''}`;
 
 /**
  * Why a KUD Job failed, in the status's words: its deadline (JobDeadlineExceeded), or the
- * contract's message for any other failure (section 6).
+ * contract's message, with the pod's name, for any other failure (section 10).
  */
-export function jobFailure(job: V1Job, cluster: string): { step: string; reason: string; message: string } {
+export function jobFailure(
+  job: V1Job,
+  cluster: string,
+  pod?: string,
+): { step: string; reason: string; message: string } {
   const step = ProvisioningCondition.kudInstalled;
   if (failedByDeadline(job))
     return {
@@ -45,7 +53,26 @@ export function jobFailure(job: V1Job, cluster: string): { step: string; reason:
       reason: Reason.JobDeadlineExceeded,
       message: `Job ${job.metadata?.name} exceeded its deadline of ${job.spec?.activeDeadlineSeconds ?? '?'} s, KUD not installed in Cluster ${cluster} (raise spec.installTimeoutSeconds or KUD_ACTIVE_DEADLINE_SECONDS)`,
     };
-  return { step, reason: Reason.JobFailed, message: jobFailedMessage(cluster) };
+  return { step, reason: Reason.JobFailed, message: jobFailedMessage(cluster, pod) };
+}
+
+/**
+ * The pod whose logs tell why a Job failed: its newest (a backoffLimit 0 Job has one), else the
+ * one the sweep last recorded in status.job; undefined when none is known (e.g. garbage-collected).
+ */
+async function failedPodName(
+  clients: KubeClients,
+  live: StoredObject,
+  job: V1Job,
+): Promise<string | undefined> {
+  const namespace = live.metadata.namespace ?? '';
+  const jobName = job.metadata?.name ?? '';
+  const pods = await callApi(`list the pods of Job ${namespace}/${jobName}`, () =>
+    clients.core.listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` }),
+  );
+  const recorded = (live.status?.job as { name?: unknown; pod?: unknown } | undefined) ?? {};
+  const fallback = recorded.name === jobName && typeof recorded.pod === 'string' ? recorded.pod : undefined;
+  return newestPod(pods.items)?.metadata?.name ?? fallback;
 }
 
 /**
@@ -91,7 +118,7 @@ export async function completeJob(
       clients,
       context.functionName,
       live,
-      jobFailure(job, cluster),
+      jobFailure(job, cluster, await failedPodName(clients, live, job)),
       context.log,
     );
     if (event) {

@@ -7,6 +7,9 @@ import {
 } from '../../shared/core/kud-job.js';
 import { functionsNamespaceEnv } from '../../shared/functions-namespace.js';
 
+/** The image manifests/kustomization.yaml deploys kud-job-launch with. */
+export const defaultKubeconfigPublisherImage = 'ghcr.io/bpa-functions/kud-job-launch:0.1.0';
+
 /** kud-job-launch's env (docs/architecture.md, Config). */
 export const kudJobLaunchConfigSchema = z.object({
   KUD_IMAGE: envString(defaultKudImage),
@@ -21,5 +24,10 @@ export const kudJobLaunchConfigSchema = z.object({
   CLEANUP_IMAGE: envString('docker.io/library/busybox:1.36'),
   /** How long a deletion waits for its cleanup before the finalizer goes anyway (Warning Event). */
   CLEANUP_TIMEOUT_SECONDS: envInt(600, { min: 1 }),
+  /**
+   * The functions' own image (this function's), whose kubeconfig publisher program copies KUD's
+   * admin.conf into the `<cluster>-admin-kubeconfig` Secret (docs/adr/0009-kubeconfig-publisher.md).
+   */
+  KUBECONFIG_PUBLISHER_IMAGE: envString(defaultKubeconfigPublisherImage),
 });
 export type KudJobLaunchConfig = z.infer<typeof kudJobLaunchConfigSchema>;

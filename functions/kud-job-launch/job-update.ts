@@ -5,7 +5,10 @@ import type { KubeClients } from '../../shared/k8s/clients.js';
 import { readProvisioning } from '../../shared/k8s/provisioning.js';
 import { readJob } from '../../shared/k8s/jobs.js';
 import type { FunctionContext } from '../../shared/server/types.js';
+import { kubeconfigPublisherName } from '../../shared/core/lifecycle-names.js';
+import { EventTypes } from '../../shared/events/types.js';
 import { completeJob } from './complete-job.js';
+import { advanceKubeconfig } from './kubeconfig.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { controllingProvisioning, jobState, jobTraceparent } from './job-state.js';
 
@@ -33,8 +36,32 @@ export async function onJobUpdate(
     context.log.info('Job or its Provisioning is gone or was replaced; event is stale');
     return undefined;
   }
+  const cluster = live.metadata.labels?.cluster;
+  if (cluster && job.metadata?.name === kubeconfigPublisherName(cluster)) {
+    await advanceKubeconfig(context, clients, live);
+    return undefined;
+  }
   // A finished Job resumes the trace that launched it: its completion ends that trace.
   const launchedIn = jobTraceparent(job);
   if (launchedIn && jobState(job) !== 'running') context.continueTrace?.(launchedIn);
-  return completeJob(context, clients, live, job);
+  const event = await completeJob(context, clients, live, job);
+  if (event?.type === EventTypes.clusterReady) await publishAfterReady(context, clients, live);
+  return event;
+}
+
+/**
+ * KUD succeeded: start the kubeconfig's publication from the fresh status. A failure here is
+ * logged, not the event's: cluster.ready is recorded, and the sweep publishes later.
+ */
+async function publishAfterReady(
+  context: FunctionContext<KudJobLaunchConfig>,
+  clients: KubeClients,
+  live: { metadata: { namespace?: string; name: string } },
+): Promise<void> {
+  try {
+    const fresh = await readProvisioning(clients, live.metadata.namespace ?? '', live.metadata.name);
+    if (fresh) await advanceKubeconfig(context, clients, fresh);
+  } catch (error) {
+    context.log.warn('kubeconfig publication not started; the sweep tries again', { error: String(error) });
+  }
 }

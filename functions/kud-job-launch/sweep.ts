@@ -32,6 +32,7 @@ import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { advanceDeletion } from './deletion.js';
 import { jobState } from './job-state.js';
+import { advanceKubeconfig, awaitsKubeconfig } from './kubeconfig.js';
 import { launchJob } from './launch-job.js';
 
 /** Launched for its generation, completion not recorded yet: the Job may have finished unseen. */
@@ -56,16 +57,21 @@ const deleting = (item: StoredObject) =>
  * - its Job is gone (deleted by hand, garbage-collected): KudInstalled=False reason JobMissing
  *   and a new Job for the current generation;
  * - its Job runs: status.job shows the pod, its phase, why it waits, and the time left;
- * - its Job finished unseen (a dropped event): completed, and the event sent to the broker.
+ * - its Job finished unseen (a dropped event): completed, and the event sent to the broker;
+ * - KUD installed, its kubeconfig not published yet: the publisher's next step (kubeconfig.ts).
  */
 export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<void> {
   return runSweep(context, {
     resource: provisioningsResource,
     kind: 'Provisioning',
-    select: (item) => deleting(item) || awaitsCompletion(item),
+    select: (item) => deleting(item) || awaitsCompletion(item) || awaitsKubeconfig(item),
     redrive: async (item, clients) => {
       if (deleting(item)) {
         await advanceDeletion(clients, context.config, item, context.functionName, context.log);
+        return undefined;
+      }
+      if (!awaitsCompletion(item)) {
+        await advanceKubeconfig(context, clients, item);
         return undefined;
       }
       const namespace = item.metadata.namespace ?? '';

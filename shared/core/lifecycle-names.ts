@@ -21,6 +21,13 @@ export const installerSettingsName = 'kud-installer';
 /** The new cluster's kubeconfig (Cluster API convention: key `value`). */
 export const kubeconfigSecretName = (cluster: string) => `${cluster}-admin-kubeconfig`;
 export const kubeconfigSecretKey = 'value';
+/**
+ * The publisher of that Secret: a short Job on the KUD pod's node, and its ServiceAccount, Role
+ * and RoleBinding (which may only read and update that one Secret). One name for all four.
+ */
+export const kubeconfigPublisherName = (cluster: string) => `kud-${cluster}-kubeconfig`;
+/** Where the publisher sees `/opt/kud/multi-cluster/<cluster>/artifacts` (read-only). */
+export const kubeconfigArtifactsMountPath = '/kud-artifacts';
 
 /** The short Job that removes `/opt/kud/multi-cluster/<cluster>` from the node on deletion. */
 export const cleanupJobName = (cluster: string) => `kud-${cluster}-cleanup`;

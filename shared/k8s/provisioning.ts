@@ -17,6 +17,8 @@ export const ProvisioningCondition = {
   jobLaunched: 'JobLaunched',
   kudInstalled: 'KudInstalled',
   ready: 'Ready',
+  /** After KudInstalled: the new cluster's admin.conf is in `<cluster>-admin-kubeconfig`. */
+  kubeconfigPublished: 'KubeconfigPublished',
 } as const;
 
 export const provisioningTarget = (namespace: string, name: string): StatusTarget => ({

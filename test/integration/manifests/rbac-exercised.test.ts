@@ -50,6 +50,7 @@ import {
 } from '../functions/support/fixtures.js';
 import {
   allGrantsOf,
+  calledGrants,
   permissionKey,
   permissionsOf,
   grantsAsRules,
@@ -248,6 +249,26 @@ describeOnNode('each function under its own ServiceAccount', () => {
       ['kud-job-launch', 200, EventTypes.clusterReady],
       ['software-install', 200, EventTypes.softwareInstalled],
     ]);
+    // The kubeconfig publisher (Secret, ServiceAccount, Role, RoleBinding, Job) was created under
+    // kud-job-launch's own RBAC, including the Role the escalation check guards.
+    const publisher = await admin()
+      .makeApiClient(BatchV1Api)
+      .readNamespacedJob({ name: 'kud-edge-1-kubeconfig', namespace });
+    const [kudPod] = (
+      await core().listNamespacedPod({ namespace, labelSelector: 'job-name=kud-edge-1' })
+    ).items;
+    expect(kudPod?.spec?.nodeName).toBeTruthy();
+    expect(publisher.spec?.template.spec?.nodeName).toBe(kudPod?.spec?.nodeName);
+    // The publisher really runs on the node (the functions' own image, under its own account).
+    expect((await waitForJobEnd(admin(), namespace, 'kud-edge-1-kubeconfig')).ended).toMatchObject({
+      type: 'Complete',
+    });
+    expect(
+      summary(await chain.publish(await jobUpdateEvent(admin(), namespace, 'kud-edge-1-kubeconfig'))),
+    ).toEqual([['kud-job-launch', 204, undefined]]);
+    expect(
+      conditionOf(await readProvisioning(admin(), namespace, 'edge'), 'KubeconfigPublished'),
+    ).toMatchObject({ status: 'True' });
     const [master, worker] = lab.hosts;
     expect(master?.commands()).toEqual([expect.stringContaining("'htop'")]);
     expect(worker?.commands()).toEqual([expect.stringContaining("'jq'")]);
@@ -371,7 +392,8 @@ describeOnNode('each function under its own ServiceAccount', () => {
     expect(recorded.length).toBeGreaterThan(0);
     const grants = allGrantsOf(account);
     const used = [...new Set(recorded.map((call) => permissionOfCall(call, grants)))].sort();
-    const granted = [...new Set(permissionsOf(grantsAsRules(grants)).map(permissionKey))].sort();
+    // Verbs held only so the API server lets the account create a Role granting them are never called.
+    const granted = [...new Set(permissionsOf(grantsAsRules(calledGrants(grants))).map(permissionKey))].sort();
     expect(used).toEqual(granted);
     // The test scopes the sweeps, the BareMetalHost list and the VM pods (VM_NAMESPACES) to its
     // namespace: no call is made in all namespaces.

@@ -41,8 +41,9 @@ import { startStackCluster, type StackCluster } from '../../../local/stack/clust
 const run = promisify(execFile);
 /** Long enough for the stand-in's Ansible run on a busy machine, short enough to wait for. */
 const deadlineSeconds = 40;
-const jobFailedMessage = (cluster: string) =>
-  `Job Failed, KUD not installed in Cluster ${cluster}, check pod logs`;
+/** Contract section 10: section 6's text, then the pod whose logs say why. */
+const jobFailedMessage = (cluster: string, pod: string) =>
+  `Job Failed, KUD not installed in Cluster ${cluster}, check pod logs (pod ${pod})`;
 
 let cluster: StackCluster;
 let network: LabNetwork;
@@ -208,7 +209,16 @@ describe('the KUD Job on the node', () => {
   it('exit 1 (a host does not answer): Failed with BackoffLimitExceeded, the contract message, and kubectl logs shows why', async () => {
     await apply(provisioning('unreachable', [hosts.answering1], [hosts.nowhere]));
     const installed = await kudInstalled('unreachable');
-    expect(installed).toMatchObject({ status: 'False', message: jobFailedMessage('unreachable') });
+    const podName = await kubectl(
+      'get',
+      'pods',
+      '-l',
+      'job-name=kud-unreachable',
+      '-o',
+      'jsonpath={.items[0].metadata.name}',
+    );
+    expect(podName).toMatch(/^kud-unreachable-[a-z0-9]{5}$/);
+    expect(installed).toMatchObject({ status: 'False', message: jobFailedMessage('unreachable', podName) });
     const job = await readJob('unreachable');
     expect(jobCondition(job, 'Failed')).toMatchObject({ reason: 'BackoffLimitExceeded' });
     expect(job.status?.failed).toBe(1);
@@ -227,12 +237,9 @@ describe('the KUD Job on the node', () => {
     const job = await readJob('silent');
     expect(jobCondition(job, 'Failed')).toMatchObject({ reason: 'DeadlineExceeded' });
     expect(job.spec?.activeDeadlineSeconds).toBe(deadlineSeconds);
-    // Contract section 6 gives every failure one message; section 10 (being wired into the launcher
-    // by another change) names the deadline instead. Either is the contract's word for it.
-    expect(installed.status).toBe('False');
-    expect(
-      installed.message === jobFailedMessage('silent') || installed.reason === 'JobDeadlineExceeded',
-    ).toBe(true);
+    // Contract section 10: a Job past its deadline says so (not the generic failure message).
+    expect(installed).toMatchObject({ status: 'False', reason: 'JobDeadlineExceeded' });
+    expect(installed.message).toContain(`exceeded its deadline of ${deadlineSeconds} s`);
     expect(conditionOf(await readProvisioning('silent'), 'Ready')).toMatchObject({ status: 'False' });
   }, 300_000);
 

@@ -1,13 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { conditionFor, setCondition } from '../../../shared/k8s/conditions.js';
 import { classifyApiError } from '../../../shared/k8s/api-errors.js';
-import { ApiException } from '@kubernetes/client-node';
+import { ApiException, type V1Job } from '@kubernetes/client-node';
 import { nextStep } from '../../../functions/host-lookup/next-step.js';
 import { decideLaunch } from '../../../functions/kud-job-launch/launch-decision.js';
 import { parseLeasesSource } from '../../../functions/host-lookup/lease-source.js';
 import { clusterNodesFrom } from '../../../functions/software-install/cluster-nodes.js';
 import { needsInstall } from '../../../functions/software-install/sweep.js';
 import { jobState, runDurationSeconds } from '../../../functions/kud-job-launch/job-state.js';
+import { jobFailure } from '../../../functions/kud-job-launch/complete-job.js';
 import type { Condition } from '../../../shared/schemas/kube.js';
 
 const cond = (type: string, status: Condition['status'], generation = 1, reason = type): Condition => ({
@@ -253,5 +254,30 @@ describe('the KUD Job launch decision', () => {
   it('never adopts a Job it did not create for this Provisioning', () => {
     expect(decideLaunch(job({ ours: false }), wanted)).toBe('conflict');
     expect(decideLaunch(job({}), { ...wanted, ownerUid: 'uid-other' })).toBe('conflict');
+  });
+});
+
+describe('jobFailure (contract section 10)', () => {
+  const failed = (reason: string): V1Job => ({
+    metadata: { name: 'kud-c1' },
+    spec: { activeDeadlineSeconds: 60, template: {} },
+    status: { conditions: [{ type: 'Failed', status: 'True', reason }] },
+  });
+  const contractText = 'Job Failed, KUD not installed in Cluster c1, check pod logs';
+  it('keeps the contract text as a prefix and names the pod', () => {
+    expect(jobFailure(failed('BackoffLimitExceeded'), 'c1', 'kud-c1-x7k2p')).toEqual({
+      step: 'KudInstalled',
+      reason: 'JobFailed',
+      message: `${contractText} (pod kud-c1-x7k2p)`,
+    });
+  });
+  it('is the contract text alone when no pod is known', () => {
+    expect(jobFailure(failed('BackoffLimitExceeded'), 'c1').message).toBe(contractText);
+  });
+  it('says JobDeadlineExceeded for a Job past its deadline', () => {
+    expect(jobFailure(failed('DeadlineExceeded'), 'c1', 'kud-c1-x7k2p')).toMatchObject({
+      reason: 'JobDeadlineExceeded',
+      message: expect.stringContaining('kud-c1 exceeded its deadline of 60 s'),
+    });
   });
 });

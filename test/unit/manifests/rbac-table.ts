@@ -15,6 +15,12 @@ export interface Grant {
   resourceNames?: string[];
   /** Which code makes these calls (docs/deploy.md's "why" column). */
   why: string;
+  /**
+   * Verbs of this grant held only so that the API server lets the account create a Role that
+   * grants them (RBAC's escalation check), not called by the account itself: the exercised
+   * suite does not expect calls for them, and the forbidden samples allow them here only.
+   */
+  heldForRoles?: string[];
 }
 
 export interface Account {
@@ -142,6 +148,31 @@ export const rbacTable: Record<string, Account> = {
         why: 'get: <cluster>-inventory; <cluster>-configmap upserted: get, then create, or replace (update) when the node IPs changed',
       },
       eventGrant,
+      {
+        group: '',
+        resource: 'secrets',
+        verbs: ['get', 'create', 'update'],
+        heldForRoles: ['update'],
+        why: 'the kubeconfig publisher: get <cluster>-admin-kubeconfig, create it empty when absent; update is held, never called: the API server lets only a holder of get and update create the publisher’s Role that grants them on that one Secret',
+      },
+      {
+        group: '',
+        resource: 'serviceaccounts',
+        verbs: ['get', 'create'],
+        why: 'the kubeconfig publisher’s ServiceAccount kud-<cluster>-kubeconfig: get, then create when absent',
+      },
+      {
+        group: 'rbac.authorization.k8s.io',
+        resource: 'roles',
+        verbs: ['get', 'create'],
+        why: 'the kubeconfig publisher’s Role (get and update of <cluster>-admin-kubeconfig only): get, then create when absent',
+      },
+      {
+        group: 'rbac.authorization.k8s.io',
+        resource: 'rolebindings',
+        verbs: ['get', 'create'],
+        why: 'the kubeconfig publisher’s RoleBinding: get, then create when absent',
+      },
     ],
     installNamespaceGrants: [
       {
@@ -250,6 +281,18 @@ export function permissionsOf(
   );
 }
 
+/** The forbidden samples for one account: all but those the table says it holds (`heldBy`). */
+export const forbiddenSamplesFor = (serviceAccount: string): Permission[] =>
+  forbiddenSamples
+    .filter((sample) => !sample.heldBy?.includes(serviceAccount))
+    .map(({ heldBy: _, ...permission }) => permission);
+
+/** The grants as the calls the account makes: without the verbs held only for Roles it creates. */
+export const calledGrants = (grants: Grant[]): Grant[] =>
+  grants
+    .map((g) => ({ ...g, verbs: g.verbs.filter((verb) => !g.heldForRoles?.includes(verb)) }))
+    .filter((g) => g.verbs.length > 0);
+
 export const grantsAsRules = (grants: Grant[]) =>
   grants.map((g) => ({
     apiGroups: [g.group],
@@ -262,10 +305,11 @@ export const grantsAsRules = (grants: Grant[]) =>
  * What no account may do, whatever the table says: checked against every account (the
  * integration test also compares each account's complete rule list with the table).
  */
-export const forbiddenSamples: Permission[] = [
+export const forbiddenSamples: (Permission & { heldBy?: string[] })[] = [
   { group: '', resource: 'secrets', verb: 'delete' },
   { group: '', resource: 'secrets', verb: 'list' },
-  { group: '', resource: 'secrets', verb: 'get', resourceName: 'some-other-secret' },
+  // kud-job-launch: the kubeconfig publisher's Role (see its secrets grant, docs/adr/0009).
+  { group: '', resource: 'secrets', verb: 'get', resourceName: 'some-other-secret', heldBy: ['kud-job-launch'] },
   { group: '', resource: 'pods', verb: 'create' },
   { group: bpa, resource: 'provisionings', verb: 'update' },
   { group: bpa, resource: 'softwares', verb: 'patch' },
