@@ -6,6 +6,8 @@
 //                                  Containerfile image and the benchmarks run
 //   functions/<name>/dist/index.mjs  its `handle` for faas-js-runtime: with the package.json
 //                                  beside it, functions/<name>/ is a `func deploy` build context
+//   dist/bundle/<job>.mjs          the entry points of the Jobs a function creates, which run
+//                                  the function's own image (scripts/bundle/job-entry-points.mjs)
 //   dist/bundle/cli/main.mjs       the CLI (bin/bpa.js), split per command: a command's chunks
 //                                  load only when it runs
 // Bundled from the TypeScript sources (esbuild strips the types; `npm run typecheck` checks them).
@@ -14,6 +16,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { jobEntryPoints } from './bundle/job-entry-points.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -78,6 +81,13 @@ const builds = names.flatMap((name) => {
       entryPoints: [join(folder, 'index.ts')],
       outfile: join(folder, 'dist/index.mjs'),
     }),
+    ...Object.entries(jobEntryPoints[name] ?? {}).map(([bundleName, source]) =>
+      build({
+        ...common,
+        entryPoints: [join(folder, source)],
+        outfile: join(root, 'dist/bundle', `${bundleName}.mjs`),
+      }),
+    ),
   ];
 });
 if (requested.length === 0) {
@@ -94,5 +104,10 @@ if (requested.length === 0) {
   );
 }
 await Promise.all(builds);
-for (const name of names) console.log(`dist/bundle/${name}.mjs, functions/${name}/dist/index.mjs`);
+for (const name of names)
+  console.log(
+    [`dist/bundle/${name}.mjs`, `functions/${name}/dist/index.mjs`]
+      .concat(Object.keys(jobEntryPoints[name] ?? {}).map((job) => `dist/bundle/${job}.mjs`))
+      .join(', '),
+  );
 if (requested.length === 0) console.log('dist/bundle/cli/main.mjs');

@@ -24,15 +24,22 @@ export const softwareInstallConfigSchema = z.object({
   INSTALL_RETRY_DELAY_SECONDS: envInt(10, { min: 0, max: 3600 }),
   /** A host Lease's duration: how long a dead installer keeps a host before another may take it. */
   HOST_LEASE_SECONDS: envInt(60, { min: 5, max: 3600 }),
-  /** `job`: software-install creates an install Job (install-job/) and holds no request open. */
+  /**
+   * `job` (default): software-install creates an install Job (install-job/) and holds no request
+   * open; `in-request`: SSH inside the request (the local lab, and suites with no Job controller).
+   */
   INSTALL_RUNNER: z.preprocess(
     (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
-    z.enum(installRunners).default('in-request'),
+    z.enum(installRunners).default('job'),
   ),
-  /** The install Job's image: the functions' own (the same TypeScript install code). */
-  INSTALL_JOB_IMAGE: envString('bpa-functions/software-install:latest'),
-  /** The image's command for the install entry point (comma-separated words). */
-  INSTALL_JOB_COMMAND: envList(['node', 'dist/functions/software-install/install-job/main.js']),
+  /**
+   * The install Job's image: the functions' own (the same TypeScript install code). The default
+   * is the reference manifests' image of software-install, so one kustomize `images:` entry
+   * changes both (set it when the function's image is renamed or pinned by digest).
+   */
+  INSTALL_JOB_IMAGE: envString('ghcr.io/bpa-functions/software-install'),
+  /** The image's command for the install entry point (comma-separated words; relative to its WORKDIR /app). */
+  INSTALL_JOB_COMMAND: envList(['node', 'dist/bundle/software-install-job.mjs']),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
 });

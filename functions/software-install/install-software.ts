@@ -21,6 +21,7 @@ import { clusterNodesFrom, findClusterConfigMap, type ClusterNode } from './clus
 import { installedNodesOf, nodesNotInstalled } from './install-job/run.js';
 import { launchInstallJob } from './launch-install-job.js';
 import { announceJobOutcome, outcomeToAnnounce } from './job-outcome.js';
+import { judgeInstallJob, pendingInstallJob, type InstallJobVerdict } from './install-job-state.js';
 import type { SoftwareInstallConfig } from './config.js';
 import { hostKeyVerification } from './host-keys.js';
 import { hostInstalls, sshCommandDuration, sshConnectDuration } from './metrics.js';
@@ -71,8 +72,15 @@ export async function installSoftware(
   const wasInstalled = installed?.status === 'True';
   if (installed?.status === 'False' && !retriedBySweep(installed.reason) && !requested)
     return { kind: 'skipped' };
-  if (activeClaim(live, ref.generation)) return { kind: 'skipped' };
   const log = context.log.child({ software: `${ref.namespace}/${ref.name}` });
+  // An install Job of this generation runs, or ended without recording an outcome.
+  const pendingJob = pendingInstallJob(live);
+  if (pendingJob && !requested) {
+    const verdict = await judgeInstallJob(clients, live, pendingJob);
+    if (verdict?.kind === 'running') return { kind: 'skipped' };
+    if (verdict?.kind === 'ended') return failEndedJob(clients, live, verdict, log);
+  }
+  if (activeClaim(live, ref.generation)) return { kind: 'skipped' };
 
   const parsed = softwareSchema.safeParse(live);
   if (!parsed.success) {
@@ -217,6 +225,33 @@ export async function installSoftware(
   return finish(context, clients, claimed, cluster, nodes, hosts);
 }
 
+/**
+ * Records an install Job that ended without an outcome: Installed and Ready False
+ * (InstallJobFailed, the Job's own reason in the message), announced once (announcedJob), and
+ * re-run only by `bpa.akraino.org/retry` (the Job's backoffLimit was its retries).
+ */
+async function failEndedJob(
+  clients: KubeClients,
+  live: StoredObject,
+  verdict: Extract<InstallJobVerdict, { kind: 'ended' }>,
+  log: FunctionContext<SoftwareInstallConfig>['log'],
+): Promise<InstallOutcome> {
+  // Read again: the Job's pod writes before it exits, so once its Job has ended, a fresh read
+  // that still says Installing is the last word (a listed copy may predate the pod's write).
+  const fresh = await getCustomObject(clients, softwareTarget(live.metadata.namespace ?? '', live.metadata.name));
+  if (!fresh || pendingInstallJob(fresh) !== verdict.job) return { kind: 'skipped' };
+  log.warn('install job ended without recording an outcome', { job: verdict.job, message: verdict.message });
+  const event = await failSoftware(
+    clients,
+    fresh,
+    { reason: verdict.reason, message: verdict.message },
+    log,
+    undefined,
+    { announcedJob: verdict.job },
+  );
+  return event ? { kind: 'failed', event } : { kind: 'skipped' };
+}
+
 const softwareLists = (software: Software) => ({
   masterSoftware: software.spec.masterSoftware ?? [],
   workerSoftware: software.spec.workerSoftware ?? [],
@@ -305,6 +340,8 @@ async function claim(
     const status = {
       ...current.status,
       conditions,
+      // The Job of this run is named once it exists; an older run's must not be judged meanwhile.
+      installJob: undefined,
       // The retry value this run answers: the same value does not re-run it again.
       ...(retry !== undefined ? { retry } : {}),
       claim: {

@@ -6,6 +6,8 @@ import {
   installerServiceAccountName,
 } from '../../../functions/software-install/install-job/job-objects.js';
 import { nodesNotInstalled } from '../../../functions/software-install/install-job/run.js';
+import { softwareInstallConfigSchema } from '../../../functions/software-install/config.js';
+import { jobEntryPoints } from '../../../scripts/bundle/job-entry-points.mjs';
 
 const software = { namespace: 'edge', name: 'sw', uid: 'u-1', generation: 4 };
 
@@ -28,7 +30,7 @@ test('the Role writes the status of that one Software only, and reads no Secret 
     {
       apiGroups: ['bpa.akraino.org'],
       resources: ['softwares/status'],
-      verbs: ['get', 'update', 'patch'],
+      verbs: ['update'],
       resourceNames: ['sw'],
     },
   ]);
@@ -40,12 +42,20 @@ test('the Role writes the status of that one Software only, and reads no Secret 
   ]);
 });
 
+test('the default command runs the bundle scripts/bundle.mjs builds from install-job/main.ts into the image', () => {
+  const { INSTALL_JOB_COMMAND, INSTALL_JOB_IMAGE } = softwareInstallConfigSchema.parse({});
+  expect(INSTALL_JOB_COMMAND).toEqual(['node', 'dist/bundle/software-install-job.mjs']);
+  // The Containerfile copies dist/bundle into /app (its WORKDIR), beside the server's bundle.
+  expect(jobEntryPoints['software-install']).toEqual({ 'software-install-job': 'install-job/main.ts' });
+  expect(INSTALL_JOB_IMAGE).toBe('ghcr.io/bpa-functions/software-install');
+});
+
 test('the Job: owned by the Software, its ServiceAccount, arguments naming the generation, env sorted', () => {
   const job = installJob({
     software,
     run: '',
     image: 'registry.example/software-install:1',
-    command: ['node', 'dist/bundle/software-install-job.mjs'],
+    command: softwareInstallConfigSchema.parse({}).INSTALL_JOB_COMMAND,
     env: { SSH_USER: 'root', APT_LOCK_TIMEOUT_SECONDS: '300' },
     activeDeadlineSeconds: 3600,
   });
