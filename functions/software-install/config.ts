@@ -40,6 +40,11 @@ export const softwareInstallConfigSchema = z.object({
   INSTALL_JOB_IMAGE: envString('ghcr.io/bpa-functions/software-install'),
   /** The image's command for the install entry point (comma-separated words; relative to its WORKDIR /app). */
   INSTALL_JOB_COMMAND: envList(['node', 'dist/bundle/software-install-job.mjs']),
+  /**
+   * The install Job's activeDeadlineSeconds; 0: long enough for every host's attempts (from the
+   * SSH timeouts, INSTALL_ATTEMPTS, the retry delays and the number of hosts).
+   */
+  INSTALL_JOB_DEADLINE_SECONDS: envInt(0, { min: 0, max: 7 * 86400 }),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
 });

@@ -30,7 +30,8 @@ export function pendingInstallJob(live: StoredObject): string | undefined {
 export function endedJobMessage(job: V1Job, name: string): string {
   const failed = jobFailedCondition(job);
   const logs = `kubectl -n ${job.metadata?.namespace ?? ''} logs job/${name}`;
-  if (!failed) return `Install Job ${name} completed without recording an outcome on the Software; see ${logs}`;
+  if (!failed)
+    return `Install Job ${name} completed without recording an outcome on the Software; see ${logs}`;
   const why = `${failed.reason ?? 'Failed'}: ${failed.message ?? 'the Job failed'}`;
   if (failed.reason === 'DeadlineExceeded')
     return `Install Job ${name} ran past its deadline of ${job.spec?.activeDeadlineSeconds ?? '?'} s without recording an outcome (${why}); see ${logs}`;

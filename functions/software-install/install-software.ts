@@ -176,7 +176,7 @@ export async function installSoftware(
       clients,
       claimed,
       runId,
-      claimSeconds(context.config, plans.length),
+      context.config.INSTALL_JOB_DEADLINE_SECONDS || claimSeconds(context.config, plans.length),
     );
     const message = `Installing on ${plans.length} host${plans.length === 1 ? '' : 's'} in Job ${jobName}`;
     await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
@@ -238,7 +238,10 @@ async function failEndedJob(
 ): Promise<InstallOutcome> {
   // Read again: the Job's pod writes before it exits, so once its Job has ended, a fresh read
   // that still says Installing is the last word (a listed copy may predate the pod's write).
-  const fresh = await getCustomObject(clients, softwareTarget(live.metadata.namespace ?? '', live.metadata.name));
+  const fresh = await getCustomObject(
+    clients,
+    softwareTarget(live.metadata.namespace ?? '', live.metadata.name),
+  );
   if (!fresh || pendingInstallJob(fresh) !== verdict.job) return { kind: 'skipped' };
   log.warn('install job ended without recording an outcome', { job: verdict.job, message: verdict.message });
   const event = await failSoftware(
