@@ -13,6 +13,11 @@ export const softwareInstallConfigSchema = z.object({
   SSH_KEY_SECRET: envString(defaultSshKeySecret),
   /** known_hosts file; absent: trust on first use, fingerprints recorded in status and enforced. */
   SSH_KNOWN_HOSTS: envOptionalString(),
+  /**
+   * known_hosts lines themselves: how the install Job gets software-install's SSH_KNOWN_HOSTS
+   * (a file of the function's pod; host public keys, not secrets). Wins over SSH_KNOWN_HOSTS.
+   */
+  SSH_KNOWN_HOSTS_LINES: envOptionalString(),
   SSH_CONCURRENCY: envInt(32, { min: 1, max: 1000 }),
   SSH_TIMEOUT_SECONDS: envInt(600, { min: 1 }),
   SSH_CONNECT_TIMEOUT_SECONDS: envInt(15, { min: 1 }),

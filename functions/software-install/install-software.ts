@@ -23,7 +23,7 @@ import { launchInstallJob } from './launch-install-job.js';
 import { announceJobOutcome, outcomeToAnnounce } from './job-outcome.js';
 import { judgeInstallJob, pendingInstallJob, type InstallJobVerdict } from './install-job-state.js';
 import type { SoftwareInstallConfig } from './config.js';
-import { hostKeyVerification } from './host-keys.js';
+import { hostKeyVerification, readKnownHosts } from './host-keys.js';
 import { hostInstalls, sshCommandDuration, sshConnectDuration } from './metrics.js';
 import {
   SoftwareCondition,
@@ -152,10 +152,11 @@ export async function installSoftware(
   const plans = planInstall(targets, context.config.SSH_USER, context.config.APT_LOCK_TIMEOUT_SECONDS);
   // Read before the claim: a transient fault here (KnownHostsUnreadable) must not leave a claim
   // behind that makes every retry step back until it expires. The install Job reads its own.
-  const hostKeys =
-    context.config.INSTALL_RUNNER === 'job'
-      ? undefined
-      : await hostKeyVerification(context.config, clients, live, cluster);
+  const job = context.config.INSTALL_RUNNER === 'job';
+  const hostKeys = job ? undefined : await hostKeyVerification(context.config, clients, live, cluster);
+  // A pinned known_hosts goes to the Job as text: it must never fall back to trust on first use.
+  const knownHosts =
+    job && context.config.SSH_KNOWN_HOSTS ? await readKnownHosts(context.config.SSH_KNOWN_HOSTS) : undefined;
   const claimed = await claim(context, clients, live, plans.length, retry);
   if (!claimed) {
     log.info('another instance is installing this generation');
@@ -177,6 +178,7 @@ export async function installSoftware(
       claimed,
       runId,
       context.config.INSTALL_JOB_DEADLINE_SECONDS || claimSeconds(context.config, plans.length),
+      knownHosts,
     );
     const message = `Installing on ${plans.length} host${plans.length === 1 ? '' : 's'} in Job ${jobName}`;
     await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
