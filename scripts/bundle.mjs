@@ -6,8 +6,8 @@
 //                                  Containerfile image and the benchmarks run
 //   functions/<name>/dist/index.mjs  its `handle` for faas-js-runtime: with the package.json
 //                                  beside it, functions/<name>/ is a `func deploy` build context
-//   dist/bundle/<program>.mjs      a program a function runs as a Job of its own, in its image
-//                                  (programs below: kud-job-launch's kubeconfig publisher)
+//   dist/bundle/<job>.mjs          the entry points of the Jobs a function creates, which run
+//                                  the function's own image (scripts/bundle/job-entry-points.mjs)
 //   dist/bundle/cli/main.mjs       the CLI (bin/bpa.js), split per command: a command's chunks
 //                                  load only when it runs
 // Bundled from the TypeScript sources (esbuild strips the types; `npm run typecheck` checks them).
@@ -16,6 +16,7 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { jobEntryPoints } from './bundle/job-entry-points.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -57,10 +58,6 @@ const common = {
 const functionNames = readdirSync(join(root, 'functions')).filter((name) =>
   existsSync(join(root, 'functions', name, 'func.yaml')),
 );
-/** Programs a function's Jobs run from its image: bundle name -> entry point, by function. */
-const programs = {
-  'kud-job-launch': { 'kubeconfig-publisher': 'functions/kud-job-launch/kubeconfig-publisher/main.ts' },
-};
 const requested = process.argv.slice(2);
 for (const name of requested)
   if (!functionNames.includes(name)) throw new Error(`functions/${name}/func.yaml does not exist`);
@@ -84,11 +81,11 @@ const builds = names.flatMap((name) => {
       entryPoints: [join(folder, 'index.ts')],
       outfile: join(folder, 'dist/index.mjs'),
     }),
-    ...Object.entries(programs[name] ?? {}).map(([program, entry]) =>
+    ...Object.entries(jobEntryPoints[name] ?? {}).map(([bundleName, source]) =>
       build({
         ...common,
-        entryPoints: [join(root, entry)],
-        outfile: join(root, 'dist/bundle', `${program}.mjs`),
+        entryPoints: [join(folder, source)],
+        outfile: join(root, 'dist/bundle', `${bundleName}.mjs`),
       }),
     ),
   ];
@@ -110,7 +107,7 @@ await Promise.all(builds);
 for (const name of names)
   console.log(
     [`dist/bundle/${name}.mjs`, `functions/${name}/dist/index.mjs`]
-      .concat(Object.keys(programs[name] ?? {}).map((program) => `dist/bundle/${program}.mjs`))
+      .concat(Object.keys(jobEntryPoints[name] ?? {}).map((job) => `dist/bundle/${job}.mjs`))
       .join(', '),
   );
 if (requested.length === 0) console.log('dist/bundle/cli/main.mjs');

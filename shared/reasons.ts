@@ -131,6 +131,12 @@ export const conditionReasons = {
     sweep: 'retry',
   },
   InstallFailed: { status: 'False', means: 'The install failed on at least one host', sweep: 'change' },
+  InstallJobFailed: {
+    status: 'False',
+    means:
+      'The install Job ended without recording an outcome (its pods failed backoffLimit+1 times, or it ran past its deadline)',
+    sweep: 'change',
+  },
 } as const satisfies Record<string, ReasonSpec>;
 
 export type ConditionReason = keyof typeof conditionReasons;

@@ -13,6 +13,11 @@ export const softwareInstallConfigSchema = z.object({
   SSH_KEY_SECRET: envString(defaultSshKeySecret),
   /** known_hosts file; absent: trust on first use, fingerprints recorded in status and enforced. */
   SSH_KNOWN_HOSTS: envOptionalString(),
+  /**
+   * known_hosts lines themselves: how the install Job gets software-install's SSH_KNOWN_HOSTS
+   * (a file of the function's pod; host public keys, not secrets). Wins over SSH_KNOWN_HOSTS.
+   */
+  SSH_KNOWN_HOSTS_LINES: envOptionalString(),
   SSH_CONCURRENCY: envInt(32, { min: 1, max: 1000 }),
   SSH_TIMEOUT_SECONDS: envInt(600, { min: 1 }),
   SSH_CONNECT_TIMEOUT_SECONDS: envInt(15, { min: 1 }),
@@ -24,15 +29,27 @@ export const softwareInstallConfigSchema = z.object({
   INSTALL_RETRY_DELAY_SECONDS: envInt(10, { min: 0, max: 3600 }),
   /** A host Lease's duration: how long a dead installer keeps a host before another may take it. */
   HOST_LEASE_SECONDS: envInt(60, { min: 5, max: 3600 }),
-  /** `job`: software-install creates an install Job (install-job/) and holds no request open. */
+  /**
+   * `job` (default): software-install creates an install Job (install-job/) and holds no request
+   * open; `in-request`: SSH inside the request (the local lab, and suites with no Job controller).
+   */
   INSTALL_RUNNER: z.preprocess(
     (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
-    z.enum(installRunners).default('in-request'),
+    z.enum(installRunners).default('job'),
   ),
-  /** The install Job's image: the functions' own (the same TypeScript install code). */
-  INSTALL_JOB_IMAGE: envString('bpa-functions/software-install:latest'),
-  /** The image's command for the install entry point (comma-separated words). */
-  INSTALL_JOB_COMMAND: envList(['node', 'dist/functions/software-install/install-job/main.js']),
+  /**
+   * The install Job's image: the functions' own (the same TypeScript install code). The default
+   * is the reference manifests' image of software-install, so one kustomize `images:` entry
+   * changes both (set it when the function's image is renamed or pinned by digest).
+   */
+  INSTALL_JOB_IMAGE: envString('ghcr.io/bpa-functions/software-install'),
+  /** The image's command for the install entry point (comma-separated words; relative to its WORKDIR /app). */
+  INSTALL_JOB_COMMAND: envList(['node', 'dist/bundle/software-install-job.mjs']),
+  /**
+   * The install Job's activeDeadlineSeconds; 0: long enough for every host's attempts (from the
+   * SSH timeouts, INSTALL_ATTEMPTS, the retry delays and the number of hosts).
+   */
+  INSTALL_JOB_DEADLINE_SECONDS: envInt(0, { min: 0, max: 7 * 86400 }),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
 });

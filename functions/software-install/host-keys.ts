@@ -13,7 +13,8 @@ const recordedHostSchema = z.object({ ip: z.string(), hostKeyFingerprint: sha256
 
 let knownHostsCache: { key: string; text: string } | undefined;
 
-async function readKnownHosts(path: string): Promise<string> {
+/** The configured known_hosts file's text; unreadable: a transient KnownHostsUnreadable, never trust. */
+export async function readKnownHosts(path: string): Promise<string> {
   try {
     const info = await stat(path);
     const key = `${path}:${info.mtimeMs}:${info.size}`;
@@ -48,6 +49,8 @@ export async function hostKeyVerification(
   software: StoredObject,
   cluster: string,
 ): Promise<HostKeyVerification> {
+  // The install Job gets the function's known_hosts as text (a file of the function's pod).
+  if (config.SSH_KNOWN_HOSTS_LINES) return { mode: 'known-hosts', knownHosts: config.SSH_KNOWN_HOSTS_LINES };
   if (config.SSH_KNOWN_HOSTS)
     return { mode: 'known-hosts', knownHosts: await readKnownHosts(config.SSH_KNOWN_HOSTS) };
   const siblings = await listCustomObjects(clients, softwaresResource, {

@@ -21,8 +21,9 @@ import { clusterNodesFrom, findClusterConfigMap, type ClusterNode } from './clus
 import { installedNodesOf, nodesNotInstalled } from './install-job/run.js';
 import { launchInstallJob } from './launch-install-job.js';
 import { announceJobOutcome, outcomeToAnnounce } from './job-outcome.js';
+import { judgeInstallJob, pendingInstallJob, type InstallJobVerdict } from './install-job-state.js';
 import type { SoftwareInstallConfig } from './config.js';
-import { hostKeyVerification } from './host-keys.js';
+import { hostKeyVerification, readKnownHosts } from './host-keys.js';
 import { hostInstalls, sshCommandDuration, sshConnectDuration } from './metrics.js';
 import {
   SoftwareCondition,
@@ -71,8 +72,15 @@ export async function installSoftware(
   const wasInstalled = installed?.status === 'True';
   if (installed?.status === 'False' && !retriedBySweep(installed.reason) && !requested)
     return { kind: 'skipped' };
-  if (activeClaim(live, ref.generation)) return { kind: 'skipped' };
   const log = context.log.child({ software: `${ref.namespace}/${ref.name}` });
+  // An install Job of this generation runs, or ended without recording an outcome.
+  const pendingJob = pendingInstallJob(live);
+  if (pendingJob && !requested) {
+    const verdict = await judgeInstallJob(clients, live, pendingJob);
+    if (verdict?.kind === 'running') return { kind: 'skipped' };
+    if (verdict?.kind === 'ended') return failEndedJob(clients, live, verdict, log);
+  }
+  if (activeClaim(live, ref.generation)) return { kind: 'skipped' };
 
   const parsed = softwareSchema.safeParse(live);
   if (!parsed.success) {
@@ -144,10 +152,11 @@ export async function installSoftware(
   const plans = planInstall(targets, context.config.SSH_USER, context.config.APT_LOCK_TIMEOUT_SECONDS);
   // Read before the claim: a transient fault here (KnownHostsUnreadable) must not leave a claim
   // behind that makes every retry step back until it expires. The install Job reads its own.
-  const hostKeys =
-    context.config.INSTALL_RUNNER === 'job'
-      ? undefined
-      : await hostKeyVerification(context.config, clients, live, cluster);
+  const job = context.config.INSTALL_RUNNER === 'job';
+  const hostKeys = job ? undefined : await hostKeyVerification(context.config, clients, live, cluster);
+  // A pinned known_hosts goes to the Job as text: it must never fall back to trust on first use.
+  const knownHosts =
+    job && context.config.SSH_KNOWN_HOSTS ? await readKnownHosts(context.config.SSH_KNOWN_HOSTS) : undefined;
   const claimed = await claim(context, clients, live, plans.length, retry);
   if (!claimed) {
     log.info('another instance is installing this generation');
@@ -168,7 +177,8 @@ export async function installSoftware(
       clients,
       claimed,
       runId,
-      claimSeconds(context.config, plans.length),
+      context.config.INSTALL_JOB_DEADLINE_SECONDS || claimSeconds(context.config, plans.length),
+      knownHosts,
     );
     const message = `Installing on ${plans.length} host${plans.length === 1 ? '' : 's'} in Job ${jobName}`;
     await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
@@ -215,6 +225,36 @@ export async function installSoftware(
     return hostStatus(result, target?.roles ?? [], words, fingerprints[result.ip]);
   });
   return finish(context, clients, claimed, cluster, nodes, hosts);
+}
+
+/**
+ * Records an install Job that ended without an outcome: Installed and Ready False
+ * (InstallJobFailed, the Job's own reason in the message), announced once (announcedJob), and
+ * re-run only by `bpa.akraino.org/retry` (the Job's backoffLimit was its retries).
+ */
+async function failEndedJob(
+  clients: KubeClients,
+  live: StoredObject,
+  verdict: Extract<InstallJobVerdict, { kind: 'ended' }>,
+  log: FunctionContext<SoftwareInstallConfig>['log'],
+): Promise<InstallOutcome> {
+  // Read again: the Job's pod writes before it exits, so once its Job has ended, a fresh read
+  // that still says Installing is the last word (a listed copy may predate the pod's write).
+  const fresh = await getCustomObject(
+    clients,
+    softwareTarget(live.metadata.namespace ?? '', live.metadata.name),
+  );
+  if (!fresh || pendingInstallJob(fresh) !== verdict.job) return { kind: 'skipped' };
+  log.warn('install job ended without recording an outcome', { job: verdict.job, message: verdict.message });
+  const event = await failSoftware(
+    clients,
+    fresh,
+    { reason: verdict.reason, message: verdict.message },
+    log,
+    undefined,
+    { announcedJob: verdict.job },
+  );
+  return event ? { kind: 'failed', event } : { kind: 'skipped' };
 }
 
 const softwareLists = (software: Software) => ({
@@ -305,6 +345,8 @@ async function claim(
     const status = {
       ...current.status,
       conditions,
+      // The Job of this run is named once it exists; an older run's must not be judged meanwhile.
+      installJob: undefined,
       // The retry value this run answers: the same value does not re-run it again.
       ...(retry !== undefined ? { retry } : {}),
       claim: {

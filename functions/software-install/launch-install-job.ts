@@ -13,7 +13,7 @@ import {
 } from './install-job/job-objects.js';
 import { softwareRef } from './software-status.js';
 
-/** software-install's settings the install Job needs too (SSH_KNOWN_HOSTS is a file of this pod: not passed). */
+/** software-install's settings the install Job needs too (SSH_KNOWN_HOSTS, a file of this pod, goes as its text). */
 const passedOn = [
   'SSH_USER',
   'SSH_PORT',
@@ -47,6 +47,8 @@ export async function launchInstallJob(
   claimed: StoredObject,
   run: string,
   deadlineSeconds: number,
+  /** The text of SSH_KNOWN_HOSTS, read before the claim: the Job pins exactly these keys. */
+  knownHosts?: string,
 ): Promise<string> {
   const ref = softwareRef(claimed);
   const owner = { namespace: ref.namespace, name: ref.name, uid: ref.uid, generation: ref.generation };
@@ -67,7 +69,10 @@ export async function launchInstallJob(
   await createOrKeep(`RoleBinding ${namespace}/${roleName}`, () =>
     rbac.createNamespacedRoleBinding({ namespace, body: installerRoleBinding(owner) }),
   );
-  const env = Object.fromEntries(passedOn.map((name) => [name, String(config[name])]));
+  const env: Record<string, string> = {
+    ...Object.fromEntries(passedOn.map((name) => [name, String(config[name])])),
+    ...(knownHosts !== undefined ? { SSH_KNOWN_HOSTS_LINES: knownHosts } : {}),
+  };
   const job = installJob({
     software: owner,
     run,

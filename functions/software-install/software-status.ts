@@ -75,6 +75,7 @@ export async function failSoftware(
   failure: Omit<Failure, 'step'>,
   log: Logger,
   hosts?: HostStatus[],
+  fields: Record<string, unknown> = {},
 ): Promise<CloudEvent<unknown> | undefined> {
   const ref = softwareRef(object);
   const result = await reportFailure(
@@ -86,7 +87,7 @@ export async function failSoftware(
       object: softwareIdentity(ref),
       ref,
       component: functionName,
-      fields: { claim: undefined, ...(hosts ? { hosts } : {}) },
+      fields: { claim: undefined, ...(hosts ? { hosts } : {}), ...fields },
     },
     log,
   );

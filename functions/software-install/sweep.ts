@@ -8,11 +8,13 @@ import type { SoftwareInstallConfig } from './config.js';
 import { installSoftware } from './install-software.js';
 import { retriedBySweep } from '../../shared/reasons.js';
 import { SoftwareCondition, activeClaim } from './software-status.js';
+import { pendingInstallJob } from './install-job-state.js';
 
 /**
  * Needs the sweep: not Ready for its generation, and either never handled (event dropped),
  * waiting for its cluster, stopped on something the world can fix, or claimed by a process
- * whose claim expired. Failed installs wait for a spec change: no silent retry loop.
+ * whose claim expired, or installing in a Job (which may have ended without an outcome). Failed
+ * installs wait for a spec change or the retry annotation: no silent retry loop.
  */
 export function needsInstall(item: StoredObject, now = new Date()): boolean {
   const generation = item.metadata.generation ?? 0;
@@ -22,6 +24,9 @@ export function needsInstall(item: StoredObject, now = new Date()): boolean {
   if (!installed) return true;
   if (installed.status === 'True') return false;
   if (installed.status === 'False') return retriedBySweep(installed.reason);
+  // An install Job is checked on every sweep: one that ended without recording an outcome
+  // (crashed pods, its deadline) fails the Software instead of leaving it Installing.
+  if (pendingInstallJob(item)) return true;
   return activeClaim(item, generation, now) === undefined;
 }
 

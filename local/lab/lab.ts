@@ -85,6 +85,10 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       SSH_KEY_SECRET: labSshKeySecret,
       SSH_TIMEOUT_SECONDS: '60',
       SSH_CONNECT_TIMEOUT_SECONDS: '10',
+      // The lab pins its hosts' keys in a known_hosts file of this machine, which an install
+      // Job's pod does not get (SSH_KNOWN_HOSTS is not passed on), and its hosts record apt
+      // instead of running it: the install runs in software-install's request.
+      INSTALL_RUNNER: 'in-request',
     };
     const labels = { 'bpa.akraino.org/simulated-lab': 'true' };
     const applySshKeySecret = (kubeConfig: KubeConfig, where: string) =>

@@ -3,7 +3,26 @@ import type { KubeClients } from './clients.js';
 import { classifyApiError, isConflict, isNotFound, readOrUndefined } from './api-errors.js';
 import { transient } from '../errors.js';
 
-/** Jobs: read, create (or get the one already there), delete exactly one. */
+/** Jobs: read, create (or get the one already there), delete exactly one; where one stands. */
+
+export type JobState = 'running' | 'complete' | 'failed';
+
+/**
+ * Where a Job stands, as the Job controller reports it: condition Complete True, or Failed True.
+ * Not FailureTarget: the controller is still terminating the pods then, and the Failed condition
+ * (with its reason, e.g. DeadlineExceeded or BackoffLimitExceeded) follows.
+ */
+export function jobState(job: V1Job): JobState {
+  const isTrue = (type: string) =>
+    job.status?.conditions?.some((c) => c.type === type && c.status === 'True');
+  if (isTrue('Complete')) return 'complete';
+  if (isTrue('Failed')) return 'failed';
+  return 'running';
+}
+
+/** The Job's Failed condition (True), with the controller's reason and message. */
+export const jobFailedCondition = (job: V1Job) =>
+  job.status?.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
 
 /** Reads a Job; undefined when it does not exist. */
 export function readJob(clients: KubeClients, namespace: string, name: string): Promise<V1Job | undefined> {

@@ -36,7 +36,7 @@ export async function debianRootCache(): Promise<string> {
 }
 
 export interface DebianHost {
-  /** 127.0.0.N */
+  /** 127.0.0.N, or the address it was given */
   ip: string;
   port: number;
   /** `[ip]:port ssh-ed25519 AAAA...` */
@@ -71,6 +71,11 @@ const runDir = '/run/bpa-functions/debian-hosts';
 export async function startDebianHosts(options: {
   count: number;
   firstAddress?: number;
+  /**
+   * The hosts' addresses, by position (default 127.0.0.N): loopback, or an address of a network
+   * the test made in this namespace (the node's gateway, which its pods reach).
+   */
+  addresses?: readonly string[];
 }): Promise<DebianHosts> {
   if (process.getuid?.() !== 0) throw new Error('startDebianHosts needs root (mounts, sshd)');
   const lower = join(await debianRootCache(), 'rootfs');
@@ -119,7 +124,7 @@ export async function startDebianHosts(options: {
       dir,
       merged,
       host: {
-        ip: `127.0.0.${index}`,
+        ip: options.addresses?.[i] ?? `127.0.0.${index}`,
         port: 0,
         knownHostsLine: `${type} ${blob}`,
         shell: (script) => shellIn(state, script),

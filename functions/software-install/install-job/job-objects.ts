@@ -12,7 +12,9 @@ import { softwareKind } from '../../../shared/schemas/software.js';
 
 /**
  * The objects of one install run (contract section 11), all owned by the Software (garbage
- * collected with it), all pure builders:
+ * collected with it), all pure builders. RBAC lets software-install create the Role only with
+ * rules it holds itself (no `escalate`): manifests/rbac/software-install.yaml holds every rule
+ * below (test/unit/manifests/rbac-table.ts, `delegated`).
  * - a ServiceAccount per Software, bound to a Role that lets it write the status of that one
  *   Software (RBAC resourceNames) and read what the install needs: the Software itself, its
  *   siblings (their pinned host keys), the cluster's ConfigMaps, the one SSH key Secret; plus host
@@ -99,12 +101,8 @@ export function installerRole(software: SoftwareOwner, sshKeySecret: string): V1
     rules: [
       // Its own Software: read it, write its status. Nothing else of any Software is writable.
       { apiGroups: [group], resources: ['softwares'], verbs: ['get'], resourceNames: [software.name] },
-      {
-        apiGroups: [group],
-        resources: ['softwares/status'],
-        verbs: ['get', 'update', 'patch'],
-        resourceNames: [software.name],
-      },
+      // Replaced whole under the read resourceVersion (shared/k8s/status-writer.ts): update only.
+      { apiGroups: [group], resources: ['softwares/status'], verbs: ['update'], resourceNames: [software.name] },
       // Host keys pinned by the cluster's other Softwares (read-only).
       { apiGroups: [group], resources: ['softwares'], verbs: ['list'] },
       // The cluster's node ConfigMap is found by label.
@@ -112,7 +110,8 @@ export function installerRole(software: SoftwareOwner, sshKeySecret: string): V1
       { apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [sshKeySecret] },
       // One apt at a time per host (create cannot be limited by name).
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
-      { apiGroups: [''], resources: ['events'], verbs: ['create', 'get', 'patch', 'update'] },
+      // shared/k8s/events.ts: create, then a patch of count/lastTimestamp for a repeat.
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     ],
   };
 }

@@ -1,5 +1,6 @@
-// The install Job's entry point (contract section 11): the functions' own image runs
-//   node dist/functions/software-install/install-job/main.js --namespace <ns> --name <software> --generation <n>
+// The install Job's entry point (contract section 11): software-install's own image runs its
+// bundle (scripts/bundle/job-entry-points.mjs; INSTALL_JOB_COMMAND)
+//   node dist/bundle/software-install-job.mjs --namespace <ns> --name <software> --generation <n>
 // It installs that generation on every node of the Software's cluster and writes the outcome to
 // the Software's status. Exit 0 once the outcome is recorded (installed or failed: status says
 // which); exit 1 when it could not be recorded (the Job's backoffLimit then runs a new pod).
@@ -11,7 +12,7 @@ import { loadDefaultKubeConfig } from '../../../shared/k8s/clients.js';
 import { softwareInstallConfigSchema } from '../config.js';
 import { installJobArgsSchema, runInstallJob } from './run.js';
 
-const usage = `Usage: main.js --namespace <namespace> --name <software> --generation <generation>
+const usage = `Usage: software-install-job --namespace <namespace> --name <software> --generation <generation>
 
 Installs one generation of a Software on every node of its cluster over SSH, one apt at a time
 per host (a coordination.k8s.io Lease per host), and writes per-host results to its status.

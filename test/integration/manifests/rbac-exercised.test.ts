@@ -11,6 +11,13 @@
  * The KUD Jobs run on the run's node and end by the real Job controller: their image's installer
  * (kud-waits, test/fixtures/node/kud-installers) exits 0 when the test releases it, so the sweep
  * sees a Job that really runs. Nothing writes a Job's status but the Job controller.
+ *
+ * software-install takes the Job path (INSTALL_RUNNER=job, the default): it creates the install
+ * Job with its ServiceAccount, Role and RoleBinding (RBAC checks that it holds every rule it puts
+ * into the Role), and the Job's code runs here as that ServiceAccount, so the Role is proven by
+ * use too, and the grants software-install holds only to delegate (`delegated`) are made by it.
+ * The install Job's code runs in this process, as its ServiceAccount (the node runs it as a pod
+ * in test/integration/node/software-job.test.ts).
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import {
@@ -58,6 +65,13 @@ import {
   type Grant,
 } from '../../unit/manifests/rbac-table.js';
 import { applyRbac, deleteRbac, rbacObjectCount } from './rbac-install.js';
+import { softwareInstallConfigSchema } from '../../../functions/software-install/config.js';
+import {
+  installerRole,
+  installerServiceAccountName,
+} from '../../../functions/software-install/install-job/job-objects.js';
+import { runInstallJob } from '../../../functions/software-install/install-job/run.js';
+import { createLogger } from '../../../shared/log.js';
 
 const cluster = useTestCluster({ namespacePrefix: 'rbac-exercised' });
 
@@ -113,6 +127,27 @@ describeOnNode('each function under its own ServiceAccount', () => {
     const matching = events.items.filter((e) => e.involvedObject.name === object && e.reason === reason);
     expect({ object, reason, events: matching.length }).toEqual({ object, reason, events: 1 });
     return matching[0]?.count ?? 0;
+  };
+  /** The install Jobs' ServiceAccounts, by Software, and the calls they made. */
+  const installJobs = new Map<string, RecordingKubeConfig>();
+  let functionsEnv: Record<string, string> = {};
+  /** What the install Job's pod would do (no Job controller or node here): its code, as its ServiceAccount. */
+  const runInstallJobOf = async (software: string) => {
+    const serviceAccount = installerServiceAccountName(software);
+    const kubeConfig =
+      installJobs.get(software) ??
+      (await asServiceAccount(admin(), cluster.namespace, serviceAccount, new RecordingKubeConfig()));
+    installJobs.set(software, kubeConfig);
+    const outcome = await runInstallJob(
+      {
+        kubeConfig,
+        config: softwareInstallConfigSchema.parse(functionsEnv),
+        log: createLogger({ sink: () => undefined, level: 'error' }),
+        instance: `${software}-install`,
+      },
+      { namespace: cluster.namespace, name: software, generation: (await readSoftware(software)).metadata.generation },
+    );
+    return outcome.kind;
   };
   const deliverCollected = async (from: FunctionName): Promise<Delivery[]> => {
     const collected = perFunction.get(from)?.harness.collector.drain() ?? [];
@@ -184,7 +219,13 @@ describeOnNode('each function under its own ServiceAccount', () => {
       SSH_CONNECT_TIMEOUT_SECONDS: '10',
       SSH_TIMEOUT_SECONDS: '30',
       KUD_IMAGE: kudTestImage.waits,
+      // The default, said here: the Job path is what the shipped RBAC must allow.
+      INSTALL_RUNNER: 'job',
+      // The install Job's pod must not race the in-process run below (which proves its Role):
+      // an image the node does not map leaves it waiting (ErrImageNeverPull).
+      INSTALL_JOB_IMAGE: 'bpa.local/test/not-mapped:1',
     };
+    functionsEnv = env;
     chain = new ChainHarness(admin());
     for (const definition of functions) {
       const name = definition.name as FunctionName;
@@ -223,6 +264,26 @@ describeOnNode('each function under its own ServiceAccount', () => {
       status: 'False',
       reason: 'ClusterNotReady',
     });
+    // A spec change of a Software still waiting repeats its Event (patched: count 2).
+    const idle = await custom().createNamespacedCustomObject({
+      ...bpaGroup,
+      plural: 'softwares',
+      namespace: cluster.namespace,
+      body: {
+        apiVersion: 'bpa.akraino.org/v1alpha1',
+        kind: 'Software',
+        metadata: { name: 'idle', namespace: cluster.namespace, labels: { cluster: 'not-provisioned' } },
+        spec: { masterSoftware: ['htop'] },
+      },
+    });
+    expect(summary(await chain.publish(sourceEvent('add', idle as never)))).toEqual([
+      ['software-install', 204, undefined],
+    ]);
+    const changed = await patchSpec('softwares', 'idle', { masterSoftware: ['htop', 'jq'] });
+    expect(summary(await chain.publish(sourceEvent('update', changed)))).toEqual([
+      ['software-install', 204, undefined],
+    ]);
+    expect(await eventCount('idle', 'ClusterNotReady')).toBe(2);
   });
 
   it('runs the bare-metal chain to a ready cluster and the install over SSH', async () => {
@@ -247,6 +308,12 @@ describeOnNode('each function under its own ServiceAccount', () => {
     expect((await waitForJobEnd(admin(), namespace, 'kud-edge-1')).ended).toMatchObject({ type: 'Complete' });
     expect(summary(await chain.publish(await jobUpdateEvent(admin(), namespace, 'kud-edge-1')))).toEqual([
       ['kud-job-launch', 200, EventTypes.clusterReady],
+      ['software-install', 204, undefined],
+    ]);
+    // software-install created the install Job; its pod's work, then its status write's update event.
+    await admin().makeApiClient(BatchV1Api).readNamespacedJob({ name: 'tools-install-1', namespace });
+    expect(await runInstallJobOf('tools')).toBe('installed');
+    expect(summary(await chain.publish(sourceEvent('update', (await readSoftware('tools')) as never)))).toEqual([
       ['software-install', 200, EventTypes.softwareInstalled],
     ]);
     // The kubeconfig publisher (Secret, ServiceAccount, Role, RoleBinding, Job) was created under
@@ -320,6 +387,10 @@ describeOnNode('each function under its own ServiceAccount', () => {
     ]);
     const software = await patchSpec('softwares', 'tools', { masterSoftware: ['htop', 'curl'] });
     expect(summary(await chain.publish(sourceEvent('update', software)))).toEqual([
+      ['software-install', 204, undefined],
+    ]);
+    expect(await runInstallJobOf('tools')).toBe('installed');
+    expect(summary(await chain.publish(sourceEvent('update', (await readSoftware('tools')) as never)))).toEqual([
       ['software-install', 200, EventTypes.softwareInstalled],
     ]);
     expect(lab.hosts[0]?.commands()).toHaveLength(2);
@@ -386,6 +457,31 @@ describeOnNode('each function under its own ServiceAccount', () => {
     ).rejects.toMatchObject({ code: 404 });
   });
 
+  it('software-install notices an install Job that failed without recording an outcome (its sweep reads the Job)', async () => {
+    const namespace = cluster.namespace;
+    const software = await patchSpec('softwares', 'tools', { workerSoftware: ['jq', 'tree'] });
+    expect(summary(await chain.publish(sourceEvent('update', software)))).toEqual([
+      ['software-install', 204, undefined],
+    ]);
+    // Its pod cannot start here (the image is not mapped); a 1 s deadline, set as an operator may,
+    // makes the real Job controller fail it (DeadlineExceeded), with no outcome recorded.
+    await admin()
+      .makeApiClient(BatchV1Api)
+      .patchNamespacedJob(
+        { name: 'tools-install-3', namespace, body: { spec: { activeDeadlineSeconds: 1 } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    expect((await waitForJobEnd(admin(), namespace, 'tools-install-3')).ended).toMatchObject({ type: 'Failed' });
+    expect(summary(await chain.deliver('software-install', pingEvent()).then((d) => [d]))).toEqual([
+      ['software-install', 204, undefined],
+    ]);
+    const failed = conditionOf(await readSoftware('tools'), 'Ready');
+    expect(failed).toMatchObject({ status: 'False', reason: 'InstallJobFailed' });
+    expect(failed?.message).toContain('Install Job tools-install-3 failed');
+    const sent = perFunction.get('software-install')?.harness.collector.events.map((e: CloudEvent<unknown>) => e.type);
+    expect(sent).toContain(EventTypes.softwareFailed);
+  });
+
   it.each(functions.map((f) => f.name))('%s made exactly the calls of its rows in the RBAC table', (name) => {
     const account = rbacTable[name];
     const recorded = perFunction.get(name as FunctionName)?.kubeConfig.calls ?? [];
@@ -399,5 +495,31 @@ describeOnNode('each function under its own ServiceAccount', () => {
     // namespace: no call is made in all namespaces.
     const clusterWide = [...new Set(recorded.filter((c) => c.namespace === undefined).map((c) => permissionKey(c)))];
     expect(clusterWide).toEqual([]);
+  });
+
+  it('the install Job’s ServiceAccount made only calls its Role allows, and every delegated one', () => {
+    const calls = [...installJobs.values()].flatMap((kubeConfig) => kubeConfig.calls);
+    expect(calls.length).toBeGreaterThan(0);
+    const role = installerRole(
+      { namespace: cluster.namespace, name: 'tools', uid: '', generation: 0 },
+      'ssh-key-secret',
+    );
+    const rules = (role.rules ?? []).map((r) => ({
+      group: r.apiGroups?.[0] ?? '',
+      resource: r.resources?.[0] ?? '',
+      verbs: r.verbs,
+      why: '',
+      ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+    }));
+    const allowed = new Set(permissionsOf(grantsAsRules(rules)).map(permissionKey));
+    // A call limited by name in one rule may be allowed by another without names (softwares list).
+    const used = [...new Set(calls.map((call) => permissionKey({ ...call, resourceName: call.name })))];
+    const denied = used.filter(
+      (key) => !allowed.has(key) && !allowed.has(key.replace(/:[^:]*$/, '')),
+    );
+    expect(denied).toEqual([]);
+    const delegated = permissionsOf(grantsAsRules(allGrantsOf(rbacTable['software-install']).filter((g) => g.delegated)));
+    const unnamed = new Set(calls.map((call) => permissionKey({ ...call, resourceName: undefined })));
+    expect(delegated.map(permissionKey).filter((key) => !unnamed.has(key))).toEqual([]);
   });
 });

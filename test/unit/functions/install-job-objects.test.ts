@@ -6,6 +6,8 @@ import {
   installerServiceAccountName,
 } from '../../../functions/software-install/install-job/job-objects.js';
 import { nodesNotInstalled } from '../../../functions/software-install/install-job/run.js';
+import { softwareInstallConfigSchema } from '../../../functions/software-install/config.js';
+import { jobEntryPoints } from '../../../scripts/bundle/job-entry-points.mjs';
 
 const software = { namespace: 'edge', name: 'sw', uid: 'u-1', generation: 4 };
 
@@ -28,7 +30,7 @@ test('the Role writes the status of that one Software only, and reads no Secret 
     {
       apiGroups: ['bpa.akraino.org'],
       resources: ['softwares/status'],
-      verbs: ['get', 'update', 'patch'],
+      verbs: ['update'],
       resourceNames: ['sw'],
     },
   ]);
@@ -40,12 +42,20 @@ test('the Role writes the status of that one Software only, and reads no Secret 
   ]);
 });
 
+test('the default command runs the bundle scripts/bundle.mjs builds from install-job/main.ts into the image', () => {
+  const { INSTALL_JOB_COMMAND, INSTALL_JOB_IMAGE } = softwareInstallConfigSchema.parse({});
+  expect(INSTALL_JOB_COMMAND).toEqual(['node', 'dist/bundle/software-install-job.mjs']);
+  // The Containerfile copies dist/bundle into /app (its WORKDIR), beside the server's bundle.
+  expect(jobEntryPoints['software-install']).toEqual({ 'software-install-job': 'install-job/main.ts' });
+  expect(INSTALL_JOB_IMAGE).toBe('ghcr.io/bpa-functions/software-install');
+});
+
 test('the Job: owned by the Software, its ServiceAccount, arguments naming the generation, env sorted', () => {
   const job = installJob({
     software,
     run: '',
     image: 'registry.example/software-install:1',
-    command: ['node', 'dist/bundle/software-install-job.mjs'],
+    command: softwareInstallConfigSchema.parse({}).INSTALL_JOB_COMMAND,
     env: { SSH_USER: 'root', APT_LOCK_TIMEOUT_SECONDS: '300' },
     activeDeadlineSeconds: 3600,
   });
@@ -81,4 +91,61 @@ test('nodes that joined since the last install are the ones it did not cover', (
     'w1',
     'w2',
   ]);
+});
+
+test('the install Job pins the function’s known_hosts, passed as text, and never trusts on first use', async () => {
+  const { hostKeyVerification } = await import('../../../functions/software-install/host-keys.js');
+  const lines =
+    '[10.0.0.1]:22 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPL\n';
+  const config = softwareInstallConfigSchema.parse({
+    SSH_KNOWN_HOSTS_LINES: lines,
+    SSH_KNOWN_HOSTS: '/nonexistent',
+  });
+  const software = { apiVersion: 'bpa.akraino.org/v1alpha1', kind: 'Software', metadata: { name: 'sw' } };
+  // No API call is needed (nor made: the clients are absent) when keys are pinned.
+  await expect(hostKeyVerification(config, undefined as never, software as never, 'c')).resolves.toEqual({
+    mode: 'known-hosts',
+    knownHosts: lines,
+  });
+});
+
+test('the sweep looks at a Software installing in a Job even while its claim holds, and says how a Job ended', async () => {
+  const { needsInstall } = await import('../../../functions/software-install/sweep.js');
+  const { endedJobMessage, pendingInstallJob } =
+    await import('../../../functions/software-install/install-job-state.js');
+  const installing = (installJob?: string) => ({
+    apiVersion: 'bpa.akraino.org/v1alpha1',
+    kind: 'Software',
+    metadata: { name: 'sw', namespace: 'edge', generation: 2 },
+    status: {
+      conditions: [
+        { type: 'Installed', status: 'Unknown', reason: 'Installing', observedGeneration: 2 },
+        { type: 'Ready', status: 'Unknown', reason: 'Installing', observedGeneration: 2 },
+      ],
+      claim: { generation: 2, holder: 'p', expiresAt: new Date(Date.now() + 3600_000).toISOString() },
+      ...(installJob ? { installJob } : {}),
+    },
+  });
+  expect(needsInstall(installing() as never)).toBe(false);
+  expect(needsInstall(installing('sw-install-2') as never)).toBe(true);
+  expect(pendingInstallJob(installing('sw-install-2') as never)).toBe('sw-install-2');
+  const job = {
+    metadata: { name: 'sw-install-2', namespace: 'edge' },
+    spec: { activeDeadlineSeconds: 90 },
+    status: {
+      failed: 3,
+      conditions: [
+        {
+          type: 'Failed',
+          status: 'True',
+          reason: 'BackoffLimitExceeded',
+          message: 'Job has reached the specified backoff limit',
+        },
+      ],
+    },
+  };
+  expect(endedJobMessage(job as never, 'sw-install-2')).toBe(
+    'Install Job sw-install-2 failed: its pod failed 3 times without recording an outcome ' +
+      '(BackoffLimitExceeded: Job has reached the specified backoff limit); see kubectl -n edge logs job/sw-install-2',
+  );
 });

@@ -21,6 +21,12 @@ export interface Grant {
    * suite does not expect calls for them, and the forbidden samples allow them here only.
    */
   heldForRoles?: string[];
+  /**
+   * Held only to be granted on: the account makes none of these calls itself, but gives them to
+   * the Role of a Job it creates, and RBAC lets nobody grant what it does not hold (no
+   * `escalate`). The Job's ServiceAccount makes the calls (rbac-exercised.test.ts checks it).
+   */
+  delegated?: true;
 }
 
 export interface Account {
@@ -219,6 +225,37 @@ export const rbacTable: Record<string, Account> = {
         why: 'the SSH key Secret (SSH_KEY_SECRET) in the Software’s namespace, by name; known_hosts is a mounted file',
       },
       eventGrant,
+      {
+        group: 'batch',
+        resource: 'jobs',
+        verbs: ['get', 'create'],
+        why: 'the install Job <software>-install-<generation>[-<run>]: create (a 409 reads the existing one); get: a Job that ended without recording an outcome (its pods crashed, its deadline) fails the Software; never a list',
+      },
+      {
+        group: '',
+        resource: 'serviceaccounts',
+        verbs: ['create'],
+        why: 'the install Job’s ServiceAccount <software>-installer, owned by the Software',
+      },
+      {
+        group: 'rbac.authorization.k8s.io',
+        resource: 'roles',
+        verbs: ['create', 'update'],
+        why: 'the install Job’s Role <software>-installer (its own Software’s status, by name): create; replace (update) when SSH_KEY_SECRET changed',
+      },
+      {
+        group: 'rbac.authorization.k8s.io',
+        resource: 'rolebindings',
+        verbs: ['create'],
+        why: 'binds the install Job’s Role to its ServiceAccount',
+      },
+      {
+        group: 'coordination.k8s.io',
+        resource: 'leases',
+        verbs: ['get', 'create', 'update'],
+        why: '(delegated: held only to grant it to the install Job’s Role, which RBAC allows only to a holder) the install Job takes the host Leases bpa-apt-<ip> in the Software’s namespace',
+        delegated: true,
+      },
     ],
   },
   'resource-source': {
@@ -287,9 +324,13 @@ export const forbiddenSamplesFor = (serviceAccount: string): Permission[] =>
     .filter((sample) => !sample.heldBy?.includes(serviceAccount))
     .map(({ heldBy: _, ...permission }) => permission);
 
-/** The grants as the calls the account makes: without the verbs held only for Roles it creates. */
+/**
+ * The grants as the calls the account makes: without the grants it holds only to delegate and the
+ * verbs it holds only for Roles it creates.
+ */
 export const calledGrants = (grants: Grant[]): Grant[] =>
   grants
+    .filter((g) => !g.delegated)
     .map((g) => ({ ...g, verbs: g.verbs.filter((verb) => !g.heldForRoles?.includes(verb)) }))
     .filter((g) => g.verbs.length > 0);
 

@@ -1,3 +1,4 @@
+import { softwareInstallConfigSchema } from '../../../functions/software-install/config.js';
 import { functionNames, kustomize, manifestsDir, ofKind, parseObjects } from './kustomize.js';
 import { renderedManifests } from './manifest-set.js';
 import { rbacTable } from './rbac-table.js';
@@ -78,6 +79,15 @@ describe('Knative Services', () => {
     expect(spec.timeoutSeconds).toBe(600);
     const ssh = Number(manifests.bpaConfig.SSH_TIMEOUT_SECONDS) + Number(manifests.bpaConfig.SSH_CONNECT_TIMEOUT_SECONDS);
     expect(ssh).toBeLessThan(spec.timeoutSeconds);
+  });
+
+  it('runs the install Jobs in software-install’s own image, as its config defaults to', () => {
+    const [container] = manifests.serviceNamed('software-install').spec.template.spec.containers;
+    // Copied by the kustomization's replacements after `images:`: one setting changes both.
+    expect(manifests.bpaConfig.INSTALL_JOB_IMAGE).toBe(container?.image);
+    const defaults = softwareInstallConfigSchema.parse({});
+    expect(container?.image?.startsWith(`${defaults.INSTALL_JOB_IMAGE}:`)).toBe(true);
+    expect(defaults.INSTALL_RUNNER).toBe('job');
   });
 
   it('mounts the SSH key and known_hosts Secrets into software-install only', () => {

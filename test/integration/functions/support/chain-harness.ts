@@ -94,8 +94,15 @@ export class ChainHarness {
 
   constructor(
     private readonly kubeConfig: KubeConfig,
-    private env: Env = {},
-  ) {}
+    env: Env = {},
+  ) {
+    // No Job controller or node runs with the suites' control plane, so nothing would run an
+    // install Job (INSTALL_RUNNER=job, the default): software-install's SSH step runs in the
+    // request unless a suite asks for the Job path. The Job path runs for real on the node in
+    // test/integration/node/software-job.test.ts.
+    this.env = { INSTALL_RUNNER: 'in-request', ...env };
+  }
+  private env: Env;
 
   /** The functions' own namespace (cluster-name claims, kud-installer) when the env names none. */
   private ownNamespace?: string;
