@@ -1,5 +1,6 @@
 import { bareMetalHostSchema, type BareMetalHost } from '../../shared/schemas/bare-metal-host.js';
 import { podSchema, type Pod } from '../../shared/schemas/pod.js';
+import { indexHostsByMac, type HostMacEntry } from '../../shared/core/host-index.js';
 import type { LeaseIndex } from '../../shared/core/leases.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { callApi } from '../../shared/k8s/api-errors.js';
@@ -25,6 +26,11 @@ export class ClusterFacts {
     private readonly config: HostLookupConfig,
     private readonly log: Logger,
   ) {}
+
+  /** The BareMetalHosts that carry `macs` (boot MAC or an inspected NIC), by MAC. */
+  async hostsByMac(macs: ReadonlySet<string>): Promise<Map<string, HostMacEntry>> {
+    return indexHostsByMac(await this.bareMetalHosts(), macs);
+  }
 
   bareMetalHosts(): Promise<BareMetalHost[]> {
     this.hosts ??= listCustomObjects(this.clients, bareMetalHostsResource, {

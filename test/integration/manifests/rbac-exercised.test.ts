@@ -356,6 +356,49 @@ describe('each function under its own ServiceAccount', () => {
     ).rejects.toMatchObject({ code: 404 });
   });
 
+  it('writes the Image a Provisioning names into its hosts’ spec.image (Image get, host get and patch)', async () => {
+    const namespace = cluster.namespace;
+    const image = (await custom().createNamespacedCustomObject({
+      ...bpaGroup,
+      plural: 'images',
+      namespace,
+      body: {
+        apiVersion: 'bpa.akraino.org/v1alpha1',
+        kind: 'Image',
+        metadata: { name: 'imaged.os.node', namespace },
+        spec: { type: 'os', owner: namespace, clusterName: 'imaged', imageName: 'node', length: 1, format: 'raw' },
+      },
+    })) as Record<string, unknown>;
+    await custom().replaceNamespacedCustomObjectStatus({
+      ...bpaGroup,
+      plural: 'images',
+      namespace,
+      name: 'imaged.os.node',
+      body: { ...image, status: { phase: 'Ready', sha256: 'd'.repeat(64), url: 'http://image-download.test/node' } },
+    });
+    const object = provisioningObject({
+      name: 'imaged',
+      namespace,
+      cluster: 'imaged',
+      masters: [{ label: 'master-1', mac: masterMac }],
+    });
+    const created = await createProvisioning(admin(), {
+      ...object,
+      spec: { ...object.spec, image: { name: 'imaged.os.node' } } as typeof object.spec,
+    });
+    // host-lookup alone: the rest of the chain was exercised above.
+    const delivery = await chain.deliver('host-lookup', sourceEvent('add', created));
+    expect([delivery.status, delivery.reply?.type]).toEqual([200, EventTypes.hostsResolved]);
+    const host = (await custom().getNamespacedCustomObject({
+      group: 'metal3.io',
+      version: 'v1alpha1',
+      plural: 'baremetalhosts',
+      namespace,
+      name: 'bmh-master',
+    })) as { spec: { image?: { url?: string } } };
+    expect(host.spec.image?.url).toBe('http://image-download.test/node');
+  });
+
   it.each(functions.map((f) => f.name))('%s made exactly the calls of its rows in the RBAC table', (name) => {
     const account = rbacTable[name];
     const recorded = perFunction.get(name as FunctionName)?.kubeConfig.calls ?? [];
