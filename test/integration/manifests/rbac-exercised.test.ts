@@ -70,6 +70,19 @@ const workerMac = 'aa:bb:cc:00:0e:02';
 /** [target, HTTP status, reply type] of each delivery. */
 const summary = (deliveries: Delivery[]) => deliveries.map((d) => [d.target, d.status, d.reply?.type]);
 
+/**
+ * client-node's Watch authenticates through applyToFetchOptions, which carries no URL, so the
+ * recorder cannot see a watch request. host-lookup's BareMetalHost watch is inferred instead:
+ * while it runs only the first lookup lists (functions/host-lookup/host-watch.ts); refused, every
+ * bare-metal lookup would list again, and no watch is added, so the table check fails.
+ */
+function withBareMetalHostWatch(calls: ApiCall[]): ApiCall[] {
+  const lists = calls.filter((c) => c.resource === 'baremetalhosts' && c.verb === 'list');
+  const gets = calls.filter((c) => c.resource === 'baremetalhosts' && c.verb === 'get');
+  if (lists.length !== 1 || gets.length < 3) return calls;
+  return [...calls, { ...lists[0]!, verb: 'watch' }];
+}
+
 /** The permission an observed call needs, named the way the table names it. */
 function permissionOfCall(call: ApiCall, grants: Grant[]): string {
   const named = grants.some((g) => g.group === call.group && g.resource === call.resource && g.resourceNames);
@@ -401,7 +414,8 @@ describe('each function under its own ServiceAccount', () => {
 
   it.each(functions.map((f) => f.name))('%s made exactly the calls of its rows in the RBAC table', (name) => {
     const account = rbacTable[name];
-    const recorded = perFunction.get(name as FunctionName)?.kubeConfig.calls ?? [];
+    const calls = perFunction.get(name as FunctionName)?.kubeConfig.calls ?? [];
+    const recorded = name === 'host-lookup' ? withBareMetalHostWatch(calls) : calls;
     expect(recorded.length).toBeGreaterThan(0);
     const grants = allGrantsOf(account);
     const used = [...new Set(recorded.map((call) => permissionOfCall(call, grants)))].sort();

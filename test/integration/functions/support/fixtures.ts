@@ -119,7 +119,11 @@ export async function createBareMetalHost(
         namespace: options.namespace,
         ...(options.annotations ? { annotations: options.annotations } : {}),
       },
-      spec: { online: true, bootMACAddress: options.bootMac, ...(options.image ? { image: options.image } : {}) },
+      spec: {
+        online: true,
+        bootMACAddress: options.bootMac,
+        ...(options.image ? { image: options.image } : {}),
+      },
     },
   })) as Record<string, unknown>;
   await api.replaceNamespacedCustomObjectStatus({
