@@ -50,6 +50,16 @@ export const conditionReasons = {
   HostNotFound: { status: 'False', means: 'No BareMetalHost has the MAC address', sweep: 'retry' },
   IpAddressNotFound: { status: 'False', means: 'No IP source knows the MAC address', sweep: 'retry' },
   VmNotFound: { status: 'False', means: 'No running Virtlet VM has the MAC address', sweep: 'retry' },
+  ImageNotFound: {
+    status: 'False',
+    means: 'spec.image names an Image that is not in the namespace; nothing is written to the hosts',
+    sweep: 'retry',
+  },
+  ImageNotReady: {
+    status: 'False',
+    means: 'spec.image names an Image that is not verified (Ready) yet; nothing is written to the hosts',
+    sweep: 'retry',
+  },
   PreviousJobRunning: {
     status: 'False',
     means: 'An older Job with another inventory still runs; it is replaced once it finishes',

@@ -1,14 +1,28 @@
 import { bareMetalHostSchema, type BareMetalHost } from '../../shared/schemas/bare-metal-host.js';
 import { podSchema, type Pod } from '../../shared/schemas/pod.js';
+import { indexHostsByMac, type HostMacEntry } from '../../shared/core/host-index.js';
 import type { LeaseIndex } from '../../shared/core/leases.js';
-import type { KubeClients } from '../../shared/k8s/clients.js';
+import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { callApi } from '../../shared/k8s/api-errors.js';
 import { bareMetalHostsResource } from '../../shared/k8s/resources.js';
 import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
 import { BpaError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import type { HostLookupConfig } from './config.js';
+import { watchedHostIndex, type WatchedHostIndex } from './host-watch.js';
+import type { FunctionContext } from '../../shared/server/types.js';
 import { loadLeases, parseLeasesSource } from './lease-source.js';
+
+/** The facts of one invocation, with the warm instance's host index unless BMH_WATCH=false. */
+export function clusterFactsFor(context: FunctionContext<HostLookupConfig>): ClusterFacts {
+  const { config, kubeConfig, log } = context;
+  return new ClusterFacts(
+    kubeClients(kubeConfig),
+    config,
+    log,
+    config.BMH_WATCH ? watchedHostIndex(kubeConfig, config.BMH_NAMESPACE, log) : undefined,
+  );
+}
 
 /**
  * What the cluster knows about hosts, read lazily and at most once per invocation (the sweep
@@ -24,7 +38,15 @@ export class ClusterFacts {
     private readonly clients: KubeClients,
     private readonly config: HostLookupConfig,
     private readonly log: Logger,
+    /** The warm instance's watched index (host-watch.ts); without it, one list per invocation. */
+    private readonly hostIndex?: WatchedHostIndex,
   ) {}
+
+  /** The BareMetalHosts that carry `macs` (boot MAC or an inspected NIC), by MAC. */
+  async hostsByMac(macs: ReadonlySet<string>): Promise<Map<string, HostMacEntry>> {
+    if (this.hostIndex) return this.hostIndex.hostsByMac(macs);
+    return indexHostsByMac(await this.bareMetalHosts(), macs);
+  }
 
   bareMetalHosts(): Promise<BareMetalHost[]> {
     this.hosts ??= listCustomObjects(this.clients, bareMetalHostsResource, {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envList, envOptionalString } from '../../shared/config.js';
+import { envBoolean, envList, envOptionalString } from '../../shared/config.js';
 import { functionsNamespaceEnv } from '../../shared/functions-namespace.js';
 import { parseLeasesSource } from './lease-source.js';
 
@@ -19,6 +19,11 @@ const bmhNamespaceEnv = z
 export const hostLookupConfigSchema = z.object({
   /** Namespace of the BareMetalHosts; empty on purpose: all namespaces. */
   BMH_NAMESPACE: bmhNamespaceEnv,
+  /**
+   * Keep a watched index of the BareMetalHosts while warm (functions/host-lookup/host-watch.ts);
+   * false: one list per invocation, as before.
+   */
+  BMH_WATCH: envBoolean(true),
   /**
    * Namespaces whose pods may be taken as Virtlet VMs (comma-separated). Empty: none, and a
    * `cluster-type: virtlet-vm` Provisioning is told so. Never every namespace: any tenant can

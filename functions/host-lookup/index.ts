@@ -21,7 +21,8 @@ import {
   type FunctionDefinition,
   type HandlerResult,
 } from '../../shared/server/types.js';
-import { ClusterFacts } from './cluster-facts.js';
+import { clusterFactsFor } from './cluster-facts.js';
+import { stopHostIndexes } from './host-watch.js';
 import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
 import { recordHandling, rerunReason } from './lifecycle.js';
 import { hostLookupMetrics } from './metrics.js';
@@ -74,8 +75,7 @@ async function onProvisioningChange(
     { uid: live.metadata.uid, generation },
     ProvisioningCondition.hostsResolved,
     context.log,
-    () =>
-      resolveProvisioning(context, clients, new ClusterFacts(clients, context.config, context.log), current),
+    () => resolveProvisioning(context, clients, clusterFactsFor(context), current),
   );
   return outcome.kind === 'skipped' ? undefined : outcome.event;
 }
@@ -94,6 +94,7 @@ export const definition: FunctionDefinition<HostLookupConfig> = {
   },
   configSchema: hostLookupConfigSchema,
   metrics: hostLookupMetrics,
+  release: stopHostIndexes,
 };
 
 /** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */

@@ -1,6 +1,6 @@
 import type { CloudEvent } from 'cloudevents';
 import { planNodes } from '../../shared/core/node-plan.js';
-import { resolveCluster } from '../../shared/core/resolve.js';
+import { resolveCluster, type ResolutionInput } from '../../shared/core/resolve.js';
 import { BpaError } from '../../shared/errors.js';
 import { EventTypes } from '../../shared/events/types.js';
 import { Reason } from '../../shared/reasons.js';
@@ -14,10 +14,12 @@ import {
   failProvisioning,
   provisioningRef,
 } from '../../shared/k8s/provisioning.js';
-import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import { recordEvent } from '../../shared/k8s/events.js';
+import { identityOf, type StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { ClusterFacts } from './cluster-facts.js';
 import type { HostLookupConfig } from './config.js';
+import { applyHostImages, imageForHosts, type HostImageReport } from './host-images.js';
 import { claimCluster } from './lifecycle.js';
 import { nodesResolved } from './metrics.js';
 
@@ -70,6 +72,13 @@ export async function resolveProvisioning(
     if (!(error instanceof BpaError) || error.kind !== 'invalid') throw error;
     return fail(error.reason, error.message);
   }
+  const virtlet = provisioning.metadata.labels['cluster-type'] === 'virtlet-vm';
+  const imageName = provisioning.spec.image?.name;
+  if (virtlet && imageName)
+    return fail(
+      Reason.InvalidProvisioning,
+      `Provisioning ${live.metadata.namespace}/${live.metadata.name} names Image ${imageName}, but spec.image is for bare-metal hosts and cluster-type is virtlet-vm`,
+    );
   const claim = await claimCluster(
     clients,
     context.config.FUNCTIONS_NAMESPACE,
@@ -80,26 +89,36 @@ export async function resolveProvisioning(
   if (claim.kind === 'taken') return fail(Reason.ClusterNameInUse, claim.message);
   let nodes: ResolvedNode[];
   let clusterType;
+  /** Bare metal: each node's BareMetalHost (`<namespace>/<name>`), for spec.image. */
+  let hostsOfNodes: string[];
   try {
-    const virtlet = provisioning.metadata.labels['cluster-type'] === 'virtlet-vm';
-    const resolved = resolveCluster(
-      provisioning,
-      virtlet
-        ? { pods: await facts.runningPods() }
-        : {
-            hosts: await facts.bareMetalHosts(),
-            leases: await facts.dhcpLeases(),
-            ipSources: context.config.IP_SOURCES,
-          },
-    );
+    let input: ResolutionInput;
+    if (virtlet) input = { pods: await facts.runningPods() };
+    else {
+      const hostsByMac = await facts.hostsByMac(
+        new Set(planNodes(provisioning.spec).nodes.map((n) => n.mac)),
+      );
+      input = { hostsByMac, leases: await facts.dhcpLeases(), ipSources: context.config.IP_SOURCES };
+    }
+    const resolved = resolveCluster(provisioning, input);
     nodes = resolved.nodes;
     clusterType = resolved.clusterType;
+    hostsOfNodes = nodes.flatMap((node) => input.hostsByMac?.get(node.mac)?.host ?? []);
   } catch (error) {
     // Spec errors (invalid) and world errors (resolution) both end as a False condition;
     // API faults (transient/internal) go back to the server as 503/500.
     if (!(error instanceof BpaError) || (error.kind !== 'invalid' && error.kind !== 'resolution'))
       throw error;
     return fail(error.reason, error.message);
+  }
+
+  let image: HostImageReport | undefined;
+  if (imageName) {
+    const namespace = live.metadata.namespace ?? '';
+    const found = await imageForHosts(clients, namespace, imageName);
+    if (found.kind === 'failed') return fail(found.reason, found.message);
+    image = await applyHostImages(clients, { namespace, name: imageName }, found.hostImage, hostsOfNodes);
+    if (image.foreignHosts.length > 0) await reportForeignHosts(context, clients, live, image);
   }
 
   const ref = provisioningRef(live);
@@ -111,13 +130,13 @@ export async function resolveProvisioning(
     {
       step,
       reason: Reason.HostsResolved,
-      message: resolvedMessage(nodes),
+      message: resolvedMessage(nodes) + (image ? imageMessage(image) : ''),
       ready: {
         status: 'Unknown',
         reason: Reason.Provisioning,
         message: 'Hosts resolved; rendering the inventory',
       },
-      fields: { nodes },
+      fields: image ? { nodes, image } : { nodes },
       announce: {
         type: EventTypes.hostsResolved,
         cluster,
@@ -133,6 +152,40 @@ export async function resolveProvisioning(
   for (const node of nodes) context.metrics?.counter(nodesResolved).inc({ source: node.source });
   context.log.info('hosts resolved', { cluster, nodes: nodes.length });
   return { kind: 'resolved', event };
+}
+
+/** "; image beta.os.node on 2 hosts, 1 keeps its own image (metal3/h3)" */
+export function imageMessage(image: HostImageReport): string {
+  const foreign = image.foreignHosts.length;
+  const kept =
+    foreign === 0
+      ? ''
+      : `, ${foreign} keep${foreign === 1 ? 's' : ''} its own image (${image.foreignHosts.join(', ')})`;
+  return `; image ${image.name} on ${image.hosts.length} host${image.hosts.length === 1 ? '' : 's'}${kept}`;
+}
+
+/** A Warning Event: the hosts that were not given the image because someone else's is set. */
+async function reportForeignHosts(
+  context: FunctionContext<HostLookupConfig>,
+  clients: KubeClients,
+  live: StoredObject,
+  image: HostImageReport,
+): Promise<void> {
+  context.log.warn('hosts keep an image bpa-functions did not write', {
+    image: image.name,
+    hosts: image.foreignHosts,
+  });
+  await recordEvent(
+    clients,
+    {
+      object: identityOf(live),
+      type: 'Warning',
+      reason: 'ForeignHostImage',
+      message: `BareMetalHost ${image.foreignHosts.join(', ')} keep${image.foreignHosts.length === 1 ? 's' : ''} an image not written by bpa-functions: Image ${image.name} was not written there (clear spec.image of the host to let it be set)`,
+      component: context.functionName,
+    },
+    context.log,
+  );
 }
 
 /** "Resolved 3 nodes (2 from dhcp-leases, 1 from host-nics)": short whatever the cluster size. */

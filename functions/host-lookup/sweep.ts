@@ -7,7 +7,7 @@ import { inventoryConfigMapName, inventoryKey } from '../../shared/core/names.js
 import { EventTypes, provisioningSubject } from '../../shared/events/types.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
-import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
+import type { KubeClients } from '../../shared/k8s/clients.js';
 import { conditionsOf } from '../../shared/k8s/conditions.js';
 import { readConfigMap } from '../../shared/k8s/config-maps.js';
 import { runSweep } from '../../shared/k8s/sweep.js';
@@ -15,7 +15,7 @@ import { clusterOf, provisioningRef } from '../../shared/k8s/provisioning.js';
 import { provisioningsResource } from '../../shared/k8s/resources.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
-import { ClusterFacts } from './cluster-facts.js';
+import { clusterFactsFor, type ClusterFacts } from './cluster-facts.js';
 import type { HostLookupConfig } from './config.js';
 import { nextStep } from './next-step.js';
 import { resolveProvisioning } from './resolve-provisioning.js';
@@ -27,7 +27,7 @@ const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
  * progress) gets the event of its next step (nextStep) sent to the broker again.
  */
 export async function sweep(context: FunctionContext<HostLookupConfig>): Promise<void> {
-  const facts = new ClusterFacts(kubeClients(context.kubeConfig), context.config, context.log);
+  const facts = clusterFactsFor(context);
   await runSweep(context, {
     resource: provisioningsResource,
     kind: 'Provisioning',

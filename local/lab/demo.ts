@@ -1,4 +1,4 @@
-import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { DeliveryRecord } from '../broker/index.js';
 import { applyObject } from '../control-plane/apply.js';
 import { startStack, type Stack } from '../stack.js';
@@ -14,6 +14,10 @@ import { startLab, type Lab } from './lab.js';
 import { describeError } from '../../shared/errors.js';
 import { kudJobName } from '../../shared/core/names.js';
 import { describeStackCluster, startStackCluster, type StackCluster } from '../stack/cluster.js';
+import { startLocalImageService, type LocalImageService } from '../image-service.js';
+import { createLogger } from '../../shared/log.js';
+import { bareMetalHostsResource } from '../../shared/k8s/resources.js';
+import { demoImageFile, uploadDemoImage } from './demo-image.js';
 
 export interface DemoOptions {
   out: DemoOutput;
@@ -28,7 +32,7 @@ export interface DemoOptions {
   /** Image maps the node reads after its own (tests). */
   extraImageMaps?: string[];
   /** Per-step budgets in ms. */
-  timeouts?: Partial<Record<'cluster' | 'stack' | 'lab' | 'provisioning' | 'software', number>>;
+  timeouts?: Partial<Record<'cluster' | 'stack' | 'lab' | 'image' | 'provisioning' | 'software', number>>;
   /** Keep the stack running after the summary until this resolves (bpa demo --keep). */
   keepUntil?: (stack: Stack) => Promise<void>;
 }
@@ -44,6 +48,7 @@ const defaultTimeouts = {
   cluster: 300_000,
   stack: 120_000,
   lab: 60_000,
+  image: 120_000,
   provisioning: 240_000,
   software: 180_000,
 };
@@ -108,6 +113,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   let cluster: StackCluster | undefined;
   let lab: Lab | undefined;
   let stack: Stack | undefined;
+  let images: LocalImageService | undefined;
   let finished = false;
   const showEvent = (record: DeliveryRecord) => {
     // Deliveries still draining after the summary would only clutter it.
@@ -194,9 +200,38 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         : 'No node: nothing runs the KUD Job, so the cluster cannot become Ready; the demo stops once the Job is launched.',
     );
 
-    // 4. Provisioning → Ready (on the node) or → JobLaunched (without it).
-    const provisioning = labProvisioning(activeLab.namespace);
-    out.step(4, totalSteps, `Apply Provisioning ${activeLab.namespace}/${labCluster} (2 masters, 1 worker)`);
+    // 4. An OS image uploaded and verified, then the Provisioning that names it → Ready (on the
+    // node) or → JobLaunched (without it).
+    out.step(
+      4,
+      totalSteps,
+      `Upload an OS image, apply Provisioning ${activeLab.namespace}/${labCluster} (2 masters, 1 worker)`,
+    );
+    const activeStack = stack;
+    const uploaded = await withTimeout(
+      'upload the OS image',
+      timeouts.image,
+      (async () => {
+        images = await startLocalImageService({
+          kubeConfig,
+          forwardTo: activeStack.ingressUrl,
+          log: createLogger({ level: 'warn', sink: (line) => out.dim(line) }),
+        });
+        out.info(`image service ${images.uploadUrl} (tus), store ${images.store.endpoint} (versitygw)`);
+        return uploadDemoImage({
+          kubeConfig,
+          images,
+          namespace: activeLab.namespace,
+          cluster: labCluster,
+          timeoutMs: timeouts.image,
+        });
+      })(),
+    );
+    const imageName = uploaded.image.metadata.name;
+    out.ok(
+      `Image ${activeLab.namespace}/${imageName}: ${demoImageFile} (${uploaded.bytes} bytes, raw) uploaded and verified, sha256 ${uploaded.image.status?.sha256 ?? ''}`,
+    );
+    const provisioning = labProvisioning(activeLab.namespace, labCluster, imageName);
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
     const goal = onNode ? 'Ready' : 'JobLaunched';
     const readyProvisioning = await withTimeout(
@@ -235,6 +270,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       ...nodes.map((n) => [n.label, n.roles.join(','), n.mac, n.ip, n.source]),
     ]))
       out.info(line);
+    await showHostImages(
+      out,
+      kubeConfig,
+      activeLab.namespace,
+      activeLab.hosts.map((h) => h.bmhName),
+    );
     if (onNode) await showKudLogs(out, kubeConfig, activeLab.namespace);
     const ipConfigMap = await kubeConfig
       .makeApiClient(CoreV1Api)
@@ -336,10 +377,30 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     if (stack) out.info(`logs: ${stack.logFilePath}`);
     return { ok: false, failedStep: step, message };
   } finally {
+    await images?.stop().catch(() => undefined);
     await stack?.stop().catch(() => undefined);
     await lab?.stop().catch(() => undefined);
     await cluster?.stop().catch(() => undefined);
   }
+}
+
+/** Each lab host's spec.image, as host-lookup wrote it from the Image the Provisioning names. */
+async function showHostImages(
+  out: DemoOutput,
+  kubeConfig: Stack['kubeConfig'],
+  namespace: string,
+  hosts: readonly string[],
+) {
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const rows = [['host', 'spec.image url', 'checksum (sha256)', 'format']];
+  for (const name of hosts) {
+    const host = (await custom
+      .getNamespacedCustomObject({ ...bareMetalHostsResource, namespace, name })
+      .catch(() => undefined)) as { spec?: { image?: Record<string, string> } } | undefined;
+    const image = host?.spec?.image;
+    rows.push([name, image?.url ?? '(none)', image?.checksum ?? '-', image?.format ?? '-']);
+  }
+  for (const line of table(rows)) out.info(line);
 }
 
 /** The KUD Job's pod output, as `kubectl logs job/kud-<cluster>` shows it (the node serves it). */

@@ -58,7 +58,12 @@ export function labHostsOn(ips: readonly string[], hosts: readonly LabHost[] = l
 }
 
 /** The Provisioning the demo applies: two masters and one worker. */
-export function labProvisioning(namespace = labNamespace, cluster = labCluster): KubernetesObject {
+export function labProvisioning(
+  namespace = labNamespace,
+  cluster = labCluster,
+  /** An Image in the namespace for the hosts' spec.image (the demo's uploaded OS image). */
+  image?: string,
+): KubernetesObject {
   const entry = (host: LabHost) => ({ [host.label]: { 'mac-address': host.mac } });
   return {
     apiVersion: 'bpa.akraino.org/v1alpha1',
@@ -69,6 +74,7 @@ export function labProvisioning(namespace = labNamespace, cluster = labCluster):
       workers: labHosts.filter((h) => h.role === 'worker').map(entry),
       KUDPlugins: ['onap4k8s'],
       PodSubnet: '10.244.64.0/18',
+      ...(image ? { image: { name: image } } : {}),
     },
   } as KubernetesObject;
 }

@@ -2,9 +2,9 @@ import { BpaError } from '../errors.js';
 import type { Image } from '../schemas/image.js';
 
 /**
- * Building blocks of issue 12 item 5 (a Provisioning naming an Image; its hosts get
- * `spec.image`): what a BareMetalHost's spec.image becomes for a Ready Image, and whether this
- * project may write it. Not wired into host-lookup yet (docs/images.md).
+ * Issue 12 item 5 (a Provisioning naming an Image; its hosts get `spec.image`): what a
+ * BareMetalHost's spec.image becomes for a Ready Image, and whether this project may write it.
+ * host-lookup applies them (functions/host-lookup/host-images.ts, docs/images.md).
  */
 
 /** Set on a BareMetalHost whose spec.image this project wrote: `<namespace>/<Image name>`. */

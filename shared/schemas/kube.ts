@@ -3,6 +3,9 @@ import { z } from 'zod';
 /** A DNS-1123 label: lower-case alphanumerics and '-', starting and ending alphanumeric. */
 export const dns1123LabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
+/** A DNS-1123 subdomain (most object names): labels joined by '.'. */
+export const dns1123SubdomainPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
 /** The metadata fields the product reads; everything else is kept as is. */
 export const objectMetaSchema = z
   .object({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { conditionSchema, dns1123LabelPattern, objectMetaSchema } from './kube.js';
+import { conditionSchema, dns1123LabelPattern, dns1123SubdomainPattern, objectMetaSchema } from './kube.js';
 import { resolvedNodeSchema } from './node.js';
 
 export const provisioningApiVersion = 'bpa.akraino.org/v1alpha1';
@@ -78,6 +78,14 @@ export const podSubnetSchema = z
     'must be a CIDR such as 10.244.64.0/18',
   );
 
+/** `spec.image`: the name of an Image (bpa.akraino.org) in the Provisioning's namespace. */
+export const provisioningImageSchema = z.object({
+  name: z
+    .string()
+    .max(253, 'must be at most 253 characters')
+    .regex(dns1123SubdomainPattern, 'must be the name of an Image (a DNS-1123 subdomain)'),
+});
+
 export const provisioningSpecSchema = z
   .object({
     masters: z.array(masterEntrySchema).nullish(),
@@ -86,6 +94,8 @@ export const provisioningSpecSchema = z
     PodSubnet: podSubnetSchema.nullish(),
     /** This Provisioning's KUD Job deadline, instead of KUD_ACTIVE_DEADLINE_SECONDS. */
     installTimeoutSeconds: z.number().int().positive().nullish(),
+    /** An Image in this namespace: its hosts get it as BareMetalHost spec.image (docs/images.md). */
+    image: provisioningImageSchema.nullish(),
   })
   .loose();
 export type ProvisioningSpec = z.infer<typeof provisioningSpecSchema>;

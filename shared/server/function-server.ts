@@ -293,6 +293,9 @@ export async function startFunctionServer<Config>(
       deadline.unref();
       await closed;
       clearTimeout(deadline);
+      await definition
+        .release?.(options.kubeConfig)
+        .catch((error: unknown) => log.warn('release failed', describeError(error)));
       await tracing
         ?.shutdown()
         .catch((error: unknown) => log.warn('trace flush failed', describeError(error)));

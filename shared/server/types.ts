@@ -103,4 +103,9 @@ export interface FunctionDefinition<Config = unknown> {
    * /metrics before the first event (shared/telemetry/metrics.ts: counterSpec, histogramSpec).
    */
   metrics?: readonly MetricSpec[];
+  /**
+   * Releases what the function keeps while warm for this KubeConfig (host-lookup's watch of
+   * BareMetalHosts); called when its server closes.
+   */
+  release?: (kubeConfig: KubeConfig) => Promise<void>;
 }

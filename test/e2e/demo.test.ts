@@ -33,6 +33,23 @@ async function runDemoCli(args: string[]) {
 /** An address of the node's /24 (10.244.<slot>.<octet>): where the lab's sshd hosts live. */
 const labIp = (octet: number) => `10\\.244\\.\\d+\\.${octet}`;
 
+/**
+ * The demo's OS image went through the image service (tus upload, image-verify) and host-lookup
+ * wrote it into spec.image of the three lab hosts: the Image line's sha256 is each host's checksum.
+ */
+function expectImageProvisioned(text: string) {
+  const uploaded =
+    /Image bpa-demo\/(edge-demo\.os\.\S+): demo-os\.img \((\d+) bytes, raw\) uploaded and verified, sha256 ([0-9a-f]{64})/.exec(
+      text,
+    );
+  expect(uploaded).not.toBeNull();
+  const [, name, , sha256] = uploaded!;
+  expect(text).toMatch(new RegExp(`HostsResolved=True.*; image ${name!.replace(/\./g, '\\.')} on 3 hosts`));
+  const hostLines = text.split('\n').filter((line) => line.includes(`/images/bpa-demo/${name}`));
+  expect(hostLines).toHaveLength(3);
+  for (const line of hostLines) expect(line).toMatch(new RegExp(`\\s${sha256}\\s+raw$`));
+}
+
 describe('bpa demo (what npm start runs)', () => {
   it('runs a Provisioning and a Software through the whole chain on the node, with real sshd lab hosts, and exits 0', async () => {
     const text = await runDemoCli([]);
@@ -66,6 +83,8 @@ describe('bpa demo (what npm start runs)', () => {
     expect(text).toMatch(new RegExp(`worker-1\\s+${labIp(253)}\\s+curl jq=1\\.6-2\\.1\\s+0\\s`));
     expect(text).toMatch(/3 apt-get commands reached the sshd hosts \(recorded, not run\)/);
     expect(text).toMatch(/software edge-demo-tools: installed on 3\/3 hosts/);
+    // The OS image: uploaded, verified, named by the Provisioning and written into every host's spec.image.
+    expectImageProvisioned(text);
     // Event deliveries, one line each; no JSON log lines on the console.
     expect(text).toMatch(/event hosts\.resolved → inventory-render-hosts-resolved\s+200/);
     expect(text.split('\n').filter((line) => line.trimStart().startsWith('{"'))).toEqual([]);
@@ -80,5 +99,6 @@ describe('bpa demo (what npm start runs)', () => {
     expect(text).toContain('[5/6] Software bpa-demo/edge-demo-tools: skipped');
     expect(text).toMatch(/cluster edge-demo: 3 nodes resolved, inventory rendered, KUD Job launched/);
     expect(text).toMatch(/master-1\s+master\s+52:54:00:b1:0a:01\s+127\.0\.0\.11\s+dhcp-leases/);
+    expectImageProvisioned(text);
   }, 600_000);
 });

@@ -97,6 +97,9 @@ export async function createBareMetalHost(
     namespace: string;
     bootMac: string;
     nics?: { name: string; mac: string; ip: string }[];
+    annotations?: Record<string, string>;
+    /** Metal3's spec.image: {url, checksum, checksumType, format}. */
+    image?: Record<string, string>;
   },
 ) {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -111,8 +114,16 @@ export async function createBareMetalHost(
     body: {
       apiVersion: 'metal3.io/v1alpha1',
       kind: 'BareMetalHost',
-      metadata: { name: options.name, namespace: options.namespace },
-      spec: { online: true, bootMACAddress: options.bootMac },
+      metadata: {
+        name: options.name,
+        namespace: options.namespace,
+        ...(options.annotations ? { annotations: options.annotations } : {}),
+      },
+      spec: {
+        online: true,
+        bootMACAddress: options.bootMac,
+        ...(options.image ? { image: options.image } : {}),
+      },
     },
   })) as Record<string, unknown>;
   await api.replaceNamespacedCustomObjectStatus({
