@@ -85,10 +85,11 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       SSH_KEY_SECRET: labSshKeySecret,
       SSH_TIMEOUT_SECONDS: '60',
       SSH_CONNECT_TIMEOUT_SECONDS: '10',
-      // The lab pins its hosts' keys in a known_hosts file of this machine, which an install
-      // Job's pod does not get (SSH_KNOWN_HOSTS is not passed on), and its hosts record apt
-      // instead of running it: the install runs in software-install's request.
-      INSTALL_RUNNER: 'in-request',
+      // On the node, the install runs in a Job whose pod reaches the sshd hosts on the node's
+      // network (the pinned keys go with it as SSH_KNOWN_HOSTS_LINES). The in-process hosts of the
+      // no-root fallback listen on this machine's loopback, which no pod reaches (and no Job runs
+      // there): the install runs in software-install's request.
+      INSTALL_RUNNER: options.network ? 'job' : 'in-request',
     };
     const labels = { 'bpa.akraino.org/simulated-lab': 'true' };
     const applySshKeySecret = (kubeConfig: KubeConfig, where: string) =>

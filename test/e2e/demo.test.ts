@@ -83,6 +83,8 @@ describe('bpa demo (what npm start runs)', () => {
     expect(text).toMatch(new RegExp(`worker-1\\s+${labIp(253)}\\s+curl jq=1\\.6-2\\.1\\s+0\\s`));
     expect(text).toMatch(/3 apt-get commands reached the sshd hosts \(recorded, not run\)/);
     expect(text).toMatch(/software edge-demo-tools: installed on 3\/3 hosts/);
+    // On the node the install runs in its Job (contract section 11), not in a request.
+    expect(text).toContain('Installing on 3 hosts in Job edge-demo-tools-install-1');
     // The OS image: uploaded, verified, named by the Provisioning and written into every host's spec.image.
     expectImageProvisioned(text);
     // Event deliveries, one line each; no JSON log lines on the console.

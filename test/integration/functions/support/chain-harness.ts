@@ -96,10 +96,10 @@ export class ChainHarness {
     private readonly kubeConfig: KubeConfig,
     env: Env = {},
   ) {
-    // No Job controller or node runs with the suites' control plane, so nothing would run an
-    // install Job (INSTALL_RUNNER=job, the default): software-install's SSH step runs in the
+    // The suites' SSH hosts listen on this machine's loopback, which an install Job's pod on the
+    // node cannot reach (INSTALL_RUNNER=job, the default): software-install's SSH step runs in the
     // request unless a suite asks for the Job path. The Job path runs for real on the node in
-    // test/integration/node/software-job.test.ts.
+    // test/integration/node/software-job.test.ts and in the demo (test/e2e/demo.test.ts).
     this.env = { INSTALL_RUNNER: 'in-request', ...env };
   }
   private env: Env;
