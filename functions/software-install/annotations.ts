@@ -6,7 +6,8 @@ import { recordEvent } from '../../shared/k8s/events.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
 import { updateStatus } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import { functionName, softwareIdentity, softwareRef, softwareTarget } from './software-status.js';
+import { softwareIdentity, softwareRef, softwareTarget } from './software-status.js';
+import { functionName } from './name.js';
 
 /**
  * The by-hand controls of a Software (contract section 11). Each is acted on once per value:

@@ -24,7 +24,8 @@ import {
 import { softwareInstallConfigSchema, type SoftwareInstallConfig } from './config.js';
 import { installSoftware } from './install-software.js';
 import { softwareInstallMetrics } from './metrics.js';
-import { SoftwareCondition, functionName, softwareRef, softwareTarget } from './software-status.js';
+import { SoftwareCondition, softwareRef, softwareTarget } from './software-status.js';
+import { functionName } from './name.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';

@@ -30,12 +30,12 @@ import {
   activeClaim,
   completeSoftware,
   failSoftware,
-  functionName,
   softwareIdentity,
   softwareRef,
   softwareTarget,
   type HostStatus,
 } from './software-status.js';
+import { functionName } from './name.js';
 import { buildInstallCommand, packageWord } from './ssh/command.js';
 import { packagesForRoles, planInstall, runInstall, type HostInstallResult } from './ssh/install.js';
 

@@ -6,7 +6,8 @@ import type { KubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { replaceStatus } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import { SoftwareCondition, functionName, softwareRef, softwareTarget } from './software-status.js';
+import { SoftwareCondition, softwareRef, softwareTarget } from './software-status.js';
+import { functionName } from './name.js';
 
 /**
  * The install Job writes its outcome to the Software's status; its status write comes back to

@@ -1,3 +1,4 @@
+import { functionName } from './name.js';
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { chainEvent } from '../../shared/cloudevents/chain-event.js';
@@ -11,8 +12,6 @@ import { completeStep, reportFailure, type Failure } from '../../shared/k8s/step
 import { softwaresResource } from '../../shared/k8s/resources.js';
 import type { StatusTarget } from '../../shared/k8s/status-writer.js';
 import type { ObjectIdentity, StoredObject } from '../../shared/k8s/stored-object.js';
-
-export const functionName = 'software-install';
 
 /** Software condition types (contract section 8). */
 export const SoftwareCondition = { installed: 'Installed', ready: 'Ready' } as const;

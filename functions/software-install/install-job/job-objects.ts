@@ -102,7 +102,12 @@ export function installerRole(software: SoftwareOwner, sshKeySecret: string): V1
       // Its own Software: read it, write its status. Nothing else of any Software is writable.
       { apiGroups: [group], resources: ['softwares'], verbs: ['get'], resourceNames: [software.name] },
       // Replaced whole under the read resourceVersion (shared/k8s/status-writer.ts): update only.
-      { apiGroups: [group], resources: ['softwares/status'], verbs: ['update'], resourceNames: [software.name] },
+      {
+        apiGroups: [group],
+        resources: ['softwares/status'],
+        verbs: ['update'],
+        resourceNames: [software.name],
+      },
       // Host keys pinned by the cluster's other Softwares (read-only).
       { apiGroups: [group], resources: ['softwares'], verbs: ['list'] },
       // The cluster's node ConfigMap is found by label.

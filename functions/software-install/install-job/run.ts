@@ -17,12 +17,12 @@ import { hostKeyVerification } from '../host-keys.js';
 import {
   SoftwareCondition,
   failSoftware,
-  functionName,
   softwareIdentity,
   softwareRef,
   softwareTarget,
   type HostStatus,
 } from '../software-status.js';
+import { functionName } from '../name.js';
 import { packageWord } from '../ssh/command.js';
 import { runRetriedInstall, type RetriedHostResult } from '../ssh/host-install.js';
 import { packagesForRoles, planInstall } from '../ssh/install.js';
