@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { z } from 'zod';
 
 /** Repository paths the manifest tests read. */
@@ -56,6 +56,27 @@ export function kustomizeWithComponents(components: string[]): string {
     return kustomize(overlay);
   } finally {
     rmSync(overlay, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Renders a copy of manifests/ after `kustomize edit set image <name>=<reference>` in it (what an
+ * operator does to point the install at their registry).
+ */
+export function kustomizeWithImage(name: string, reference: string): string {
+  const copy = mkdtempSync(join(tmpdir(), 'bpa-manifests-'));
+  try {
+    cpSync(manifestsDir, copy, { recursive: true });
+    const file = join(copy, 'kustomization.yaml');
+    const kustomization = parse(readFileSync(file, 'utf8')) as { images: Record<string, string>[] };
+    const entry = kustomization.images.find((image) => image.name === name);
+    if (!entry) throw new Error(`manifests/kustomization.yaml has no images entry ${name}`);
+    const at = reference.lastIndexOf(':');
+    Object.assign(entry, { newName: reference.slice(0, at), newTag: reference.slice(at + 1) });
+    writeFileSync(file, stringify(kustomization));
+    return kustomize(copy);
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
   }
 }
 

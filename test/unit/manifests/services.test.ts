@@ -1,5 +1,12 @@
 import { softwareInstallConfigSchema } from '../../../functions/software-install/config.js';
-import { functionNames, kustomize, manifestsDir, ofKind, parseObjects } from './kustomize.js';
+import {
+  functionNames,
+  kustomize,
+  kustomizeWithImage,
+  manifestsDir,
+  ofKind,
+  parseObjects,
+} from './kustomize.js';
 import { renderedManifests } from './manifest-set.js';
 import { rbacTable } from './rbac-table.js';
 
@@ -88,6 +95,16 @@ describe('Knative Services', () => {
     const defaults = softwareInstallConfigSchema.parse({});
     expect(container?.image?.startsWith(`${defaults.INSTALL_JOB_IMAGE}:`)).toBe(true);
     expect(defaults.INSTALL_RUNNER).toBe('job');
+  });
+
+  it('runs the kubeconfig publisher in kud-job-launch’s own image, whatever `images:` sets', () => {
+    const [container] = manifests.serviceNamed('kud-job-launch').spec.template.spec.containers;
+    expect(manifests.bpaConfig.KUBECONFIG_PUBLISHER_IMAGE).toBe(container?.image);
+    // A changed image setting moves the publisher with it (the replacement, not a kept-equal value).
+    const moved = renderedManifests(
+      kustomizeWithImage('ghcr.io/bpa-functions/kud-job-launch', 'registry.example/kjl:9.9'),
+    );
+    expect(moved.bpaConfig.KUBECONFIG_PUBLISHER_IMAGE).toBe('registry.example/kjl:9.9');
   });
 
   it('mounts the SSH key and known_hosts Secrets into software-install only', () => {
