@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { envBoolean, envList, envOptionalString } from '../../shared/config.js';
+import { describeError } from '../../shared/errors.js';
 import { functionsNamespaceEnv } from '../../shared/functions-namespace.js';
 import { parseLeasesSource } from './lease-source.js';
 
@@ -36,7 +37,7 @@ export const hostLookupConfigSchema = z.object({
     try {
       parseLeasesSource(value);
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: error instanceof Error ? error.message : String(error) });
+      ctx.addIssue({ code: 'custom', message: describeError(error).message });
     }
   }),
   /** Bare-metal IP sources, in the order they are tried. */

@@ -1,5 +1,5 @@
 import { CloudEvent, ValidationError } from 'cloudevents';
-import { BpaError } from '../errors.js';
+import { BpaError, describeError } from '../errors.js';
 import {
   decodeUtf8,
   encodeBinary,
@@ -57,12 +57,11 @@ function dataOf(raw: RawEvent): { ok: true; data: unknown } | { ok: false; failu
     try {
       return { ok: true, data: JSON.parse(text) };
     } catch (error) {
-      const detail = error instanceof Error ? error.message : String(error);
       return {
         ok: false,
         failure: failure(
           'DataNotJson',
-          `The event data is not valid JSON (content type ${contentType ?? 'absent, meaning JSON'}): ${detail}`,
+          `The event data is not valid JSON (content type ${contentType ?? 'absent, meaning JSON'}): ${describeError(error).message}`,
         ),
       };
     }
