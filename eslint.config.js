@@ -45,6 +45,13 @@ function restrictions(floor, depth, slash) {
   return leavesFloor;
 }
 
+/** An error's text is describeError(error).message (shared/errors.ts), never spelled out again. */
+const spelledOutErrorText = {
+  selector:
+    "ConditionalExpression[test.operator='instanceof'][test.right.name='Error'][consequent.property.name='message']",
+  message: 'Use describeError(error).message from shared/errors.ts instead of spelling it out.',
+};
+
 const floorBlocks = floors.flatMap((floor) =>
   Array.from({ length: deepestFile }, (_, i) => i + 1)
     .filter((depth) => floor.folder !== 'functions' || depth >= 2)
@@ -62,6 +69,7 @@ const floorBlocks = floors.flatMap((floor) =>
         ],
         'no-restricted-syntax': [
           'error',
+          spelledOutErrorText,
           ...restrictions(floor, depth, '\\x2F').map((regex) => ({
             selector: `ImportExpression > Literal.source[value=/${regex}/]`,
             message: `Wrong-way import(): ${floor.why} (see CONTRIBUTING.md, "Floors").`,
@@ -99,6 +107,8 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
+      // The floor blocks below repeat this (a rule's options are replaced, not merged, per file).
+      'no-restricted-syntax': ['error', spelledOutErrorText],
     },
   },
   ...floorBlocks,

@@ -117,9 +117,7 @@ async function readInput(path: string | undefined): Promise<InputText | undefine
           ? 'is a directory'
           : code === 'EACCES'
             ? 'permission denied'
-            : error instanceof Error
-              ? error.message
-              : String(error);
+            : describeError(error).message;
     throw new UsageError(`cannot read ${path}: ${why}`);
   }
 }
