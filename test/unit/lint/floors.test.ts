@@ -105,3 +105,20 @@ describe('eslint.config.js enforces the floors', () => {
     },
   );
 });
+
+describe('an error is described once (describeError)', () => {
+  const spelledOut =
+    'export const text = (error: unknown) => (error instanceof Error ? error.message : String(error));\n';
+  it.each([
+    'shared/k8s/probe.ts',
+    'functions/host-lookup/probe.ts',
+    'local/probe.ts',
+    'cli/probe.ts',
+    'test/probe.ts',
+  ])('spelling it out in %s is an error', async (file) => {
+    const [result] = await eslint.lintText(spelledOut, { filePath: join(root, file) });
+    expect((result?.messages ?? []).map((m) => m.message)).toContain(
+      'Use describeError(error).message from shared/errors.ts instead of spelling it out.',
+    );
+  });
+});
