@@ -63,7 +63,16 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
   const uploads = new ImageUploads(clients, store, config.S3_BUCKET, config.K_SINK ?? config.BROKER_URL, log);
   const roles = new Set(config.IMAGE_SERVICE_ROLES);
   const tus = createTusServer({ store, uploads, access, maxBytes: config.IMAGE_MAX_BYTES, log });
-  const handleTus = (req: IncomingMessage, res: ServerResponse) => tus.handle(req, res);
+  const handleTus = (req: IncomingMessage, res: ServerResponse) => {
+    // After every PATCH (the original's too, rewritten to tus), finished or broken off, the
+    // Image's status.uploadOffset catches up with what the store holds.
+    if (req.method === 'PATCH') {
+      const key = decodeUploadId((req.url ?? '').split('?')[0]!.slice(tusPath.length + 1));
+      const address = key ? addressOfKey(key) : undefined;
+      if (address) res.once('close', () => void uploads.progressed(address));
+    }
+    return tus.handle(req, res);
+  };
   const legacy = legacyRoutes({
     store,
     uploads,

@@ -129,6 +129,35 @@ export class ImageUploads {
     return updated ?? created;
   }
 
+  /**
+   * A PATCH ended (completed or broken): status.uploadOffset follows the stored offset, so a
+   * watcher sees the upload advance and where a resumed upload will start. Only while the Image
+   * is Uploading and only forwards: the finish (finished()) and a newer PATCH win.
+   */
+  async progressed(address: ImageAddress): Promise<void> {
+    let offset: number;
+    try {
+      offset = (await this.store.getUpload(address.key)).offset;
+    } catch {
+      return; // terminated or never created: nothing to record
+    }
+    try {
+      await updateImageStatus(this.clients, address.namespace, address.name, (fresh) =>
+        fresh.status?.phase !== 'Uploading' || (fresh.status.uploadOffset ?? 0) >= offset
+          ? undefined
+          : { ...fresh.status, uploadOffset: offset },
+      );
+    } catch (error) {
+      // Progress is informative: the upload itself is unaffected.
+      this.log.warn('upload progress not recorded', {
+        namespace: address.namespace,
+        name: address.name,
+        offset,
+        ...describeError(error),
+      });
+    }
+  }
+
   /** The last byte is stored: status Uploaded, an Event, and image.uploaded to the sink. */
   async finished(address: ImageAddress, length: number): Promise<void> {
     const image = await updateImageStatus(this.clients, address.namespace, address.name, (fresh) => ({

@@ -17,6 +17,7 @@ import { startObjectStore, type RunningObjectStore } from '../../../local/object
 import { imageObjectName } from '../../../shared/core/image-names.js';
 import { EventTypes } from '../../../shared/events/types.js';
 import { readImage, type StoredImage } from '../../../shared/k8s/image.js';
+import { waitFor as waitUntil } from '../../../local/control-plane/wait.js';
 import { kubeClients } from '../../../shared/k8s/clients.js';
 import { silentLogger } from '../../../shared/log.js';
 import { startFunctionServer, type RunningFunctionServer } from '../../../shared/server/function-server.js';
@@ -215,6 +216,23 @@ describe('tus uploads', () => {
     expect(Number(head.headers.get('upload-offset'))).toBe(firstChunk);
     expect(firstChunk % 2).toBe(1);
     expect(head.headers.get('upload-length')).toBe(String(data.length));
+    // The Image shows where the upload stands: the stored offset, written after the PATCH ended.
+    const progress = await waitUntil(
+      async () => {
+        const image = await readImage(
+          kubeClients(cluster.kubeConfig),
+          cluster.namespace,
+          imageObjectName('beta', 'os', 'resumed.img'),
+        );
+        return image?.status?.uploadOffset === firstChunk ? image : undefined;
+      },
+      { what: "status.uploadOffset at the broken upload's offset", timeoutMs: 15_000 },
+    );
+    expect(progress.status).toMatchObject({
+      phase: 'Uploading',
+      uploadOffset: firstChunk,
+      uploadLength: data.length,
+    });
 
     // Part two: a new service process state (new store, new locks), and the client resumes from
     // the server's offset; the restart happens while a PATCH is in flight.
