@@ -203,7 +203,14 @@ describeOnNode('chain variants', () => {
     });
     const [failed] = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-doomed'));
     expect(failed?.reply?.type).toBe(EventTypes.provisioningFailed);
-    const message = 'Job Failed, KUD not installed in Cluster doomed, check pod logs';
+    // The contract's text, then the failed pod's name (contract section 10).
+    const [pod] = (
+      await cluster.kubeConfig
+        .makeApiClient(CoreV1Api)
+        .listNamespacedPod({ namespace, labelSelector: 'job-name=kud-doomed' })
+    ).items;
+    const message = `Job Failed, KUD not installed in Cluster doomed, check pod logs (pod ${pod?.metadata?.name})`;
+    expect(pod?.metadata?.name).toMatch(/^kud-doomed-[a-z0-9]{5}$/);
     expect(failed?.reply?.data).toMatchObject({ step: 'KudInstalled', reason: 'JobFailed', message });
     const status = await readProvisioning(cluster.kubeConfig, namespace, 'doomed');
     expect(conditionOf(status, 'KudInstalled')).toMatchObject({ status: 'False', message });

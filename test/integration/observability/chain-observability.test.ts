@@ -111,7 +111,14 @@ beforeAll(async () => {
     logFile: join(dir, 'stack.log'),
     logLevel: 'info',
     // BareMetalHosts live in A; B's Provisioning names the same lab hosts.
-    functionsEnv: { ...lab.functionsEnv, SWEEP_NAMESPACES: `${namespace},${traceNamespace}` },
+    // The install in the request: this suite counts software-install's reply to cluster.ready
+    // (the Job path, where that answer is 204 and the Job reports later, is test/e2e/demo.test.ts
+    // and test/integration/node/software-job.test.ts).
+    functionsEnv: {
+      ...lab.functionsEnv,
+      SWEEP_NAMESPACES: `${namespace},${traceNamespace}`,
+      INSTALL_RUNNER: 'in-request',
+    },
   });
 }, 300_000);
 

@@ -187,11 +187,23 @@ describe('local ApiServerSource against the real API server', () => {
       resolveRef,
       log: silentLogger,
     });
+    // A real owner: the run's garbage collector deletes objects whose owner does not exist
+    // (and the source would report those deletions). No scheduler takes this pod.
+    const owner = await core.createNamespacedPod({
+      namespace: cluster.namespace,
+      body: {
+        metadata: { name: 'owner' },
+        spec: {
+          schedulerName: 'bpa-test-no-scheduler',
+          containers: [{ name: 'c', image: 'bpa.local/none:1' }],
+        },
+      },
+    });
     const ownerReference = (controller: boolean) => ({
       apiVersion: 'v1',
       kind: 'Pod',
       name: 'owner',
-      uid: '00000000-0000-4000-8000-000000000001',
+      uid: owner.metadata!.uid!,
       controller,
     });
     await configMap('free', { tier: 'free' });

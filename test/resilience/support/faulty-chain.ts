@@ -57,12 +57,14 @@ export class FaultyChain {
   private late: CloudEvent<unknown>[] = [];
   /** Delivery answers >= 500 seen (and retried). */
   serverErrors = 0;
-  /** The functions' env: KUD_IMAGE is the test image that waits for finishJob unless the test names one. */
+  /** The functions' env: KUD_IMAGE is the test image that waits for finishJob unless the test names one; installs in the request. */
   private readonly env: Env;
   /** Namespaces whose KUD SSH key Secret is known to exist. */
   private readonly withSecret = new Set<string>();
   constructor(private readonly options: FaultyChainOptions) {
-    this.env = { KUD_IMAGE: kudTestImage.waits, ...options.env };
+    // The lab's SSH hosts listen on this machine's loopback, which an install Job's pod cannot
+    // reach: software-install installs in the request, as in ChainHarness.
+    this.env = { KUD_IMAGE: kudTestImage.waits, INSTALL_RUNNER: 'in-request', ...options.env };
     this.harness = new ChainHarness(options.functionKubeConfig ?? options.kubeConfig, this.env);
   }
 
