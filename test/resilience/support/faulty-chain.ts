@@ -7,6 +7,7 @@
  * Job controller: their image's installer (kud-waits, test/fixtures/node/kud-installers) exits 0
  * when finishJob releases it. Nothing writes a Job's status but the Job controller.
  */
+import { kubeconfigPublisherName } from '../../../shared/core/lifecycle-names.js';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
@@ -224,7 +225,9 @@ export async function derivedObjects(kubeConfig: KubeConfig, namespace: string, 
   const jobs = await batch.listNamespacedJob({ namespace, labelSelector: `cluster=${cluster}` });
   const configMaps = await core.listNamespacedConfigMap({ namespace, labelSelector: `cluster=${cluster}` });
   return {
-    jobs: jobs.items.map((j) => j.metadata?.name),
+    // The KUD Jobs: the kubeconfig publisher that follows a successful one (one fixed name, so
+    // never twice) is not counted.
+    jobs: jobs.items.map((j) => j.metadata?.name).filter((job) => job !== kubeconfigPublisherName(cluster)),
     configMaps: configMaps.items.map((c) => c.metadata?.name).sort(),
   };
 }
