@@ -9,7 +9,7 @@ import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { hasFinalizer, removeFinalizer } from '../../shared/k8s/finalizers.js';
-import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import { jobState, createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
 import {
   ProvisioningCondition,
   clusterOf,
@@ -20,7 +20,6 @@ import {
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { Logger } from '../../shared/log.js';
 import type { KudJobLaunchConfig } from './config.js';
-import { jobState } from './job-state.js';
 
 export type DeletionStep =
   /** The cleanup Job runs (or was just created): nothing else until it ends. */
