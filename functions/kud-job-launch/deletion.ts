@@ -3,6 +3,7 @@ import { buildCleanupJob } from '../../shared/core/lifecycle-objects.js';
 import { cleanupFinalizer, cleanupJobName } from '../../shared/core/lifecycle-names.js';
 import { isOwnedBy } from '../../shared/core/ownership.js';
 import { recordedLabelsOf } from '../../shared/core/recorded-labels.js';
+import { releasingClustersOf } from '../../shared/core/released-clusters.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
@@ -63,6 +64,9 @@ export async function advanceDeletion(
 
   const finish = async (step: DeletionStep): Promise<DeletionStep> => {
     if (cluster) await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, cluster, owner);
+    // Old names of a rename still being released: their objects go by garbage collection now.
+    for (const { cluster: old } of releasingClustersOf(live.status))
+      await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, old, owner);
     await removeFinalizer(clients, provisioningTarget(ref.namespace, ref.name), live, cleanupFinalizer);
     return step;
   };

@@ -25,6 +25,7 @@ import { advanceDeletion } from './deletion.js';
 import { advanceKubeconfig, awaitsKubeconfig } from './kubeconfig.js';
 import { launchJob } from './launch-job.js';
 import { awaitsCompletion, recordProgress } from './record-progress.js';
+import { releaseRenamed, releasesRenamed } from './release-renamed.js';
 
 const deleting = (item: StoredObject) =>
   item.metadata.deletionTimestamp !== undefined && hasFinalizer(item, cleanupFinalizer);
@@ -32,6 +33,7 @@ const deleting = (item: StoredObject) =>
 /**
  * The sweep's part here, for every Provisioning that waits on its KUD Job or is being deleted:
  * - deleted: the cleanup (deletion.ts);
+ * - renamed: the old names' objects removed, then the old names released (release-renamed.ts);
  * - `bpa.akraino.org/cancel: "true"`: the running Job is deleted, Ready=False reason Cancelled;
  * - its Job is gone (deleted by hand, garbage-collected): KudInstalled=False reason JobMissing
  *   and a new Job for the current generation;
@@ -43,12 +45,15 @@ export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<voi
   return runSweep(context, {
     resource: provisioningsResource,
     kind: 'Provisioning',
-    select: (item) => deleting(item) || awaitsCompletion(item) || awaitsKubeconfig(item),
+    select: (item) =>
+      deleting(item) || releasesRenamed(item) || awaitsCompletion(item) || awaitsKubeconfig(item),
     redrive: async (item, clients) => {
       if (deleting(item)) {
         await advanceDeletion(clients, context.config, item, context.functionName, context.log);
         return undefined;
       }
+      if (releasesRenamed(item))
+        await releaseRenamed(clients, context.config, item, context.functionName, context.log);
       if (!awaitsCompletion(item)) {
         await advanceKubeconfig(context, clients, item);
         return undefined;
