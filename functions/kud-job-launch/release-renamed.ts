@@ -1,9 +1,6 @@
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { buildCleanupJob } from '../../shared/core/lifecycle-objects.js';
-import {
-  cleanupJobName,
-  kubeconfigPublisherName,
-} from '../../shared/core/lifecycle-names.js';
+import { cleanupJobName, kubeconfigPublisherName } from '../../shared/core/lifecycle-names.js';
 import { clusterConfigMapName, inventoryConfigMapName, kudJobName } from '../../shared/core/names.js';
 import { isOwnedBy } from '../../shared/core/ownership.js';
 import {
@@ -17,7 +14,12 @@ import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
 import { readConfigMap } from '../../shared/k8s/config-maps.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { createJobOrGetExisting, deleteJob, jobState, readJob } from '../../shared/k8s/jobs.js';
-import { clusterOf, provisioningIdentity, provisioningRef, provisioningTarget } from '../../shared/k8s/provisioning.js';
+import {
+  clusterOf,
+  provisioningIdentity,
+  provisioningRef,
+  provisioningTarget,
+} from '../../shared/k8s/provisioning.js';
 import { updateStatus } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { Logger } from '../../shared/log.js';
@@ -115,7 +117,11 @@ async function releaseOne(
     const ours = cleanup && isOwnedBy(cleanup.metadata, owner) ? cleanup : undefined;
     const state = ours ? jobState(ours) : undefined;
     if (state === 'complete') {
-      await event('Normal', 'CleanupDone', `Removed the KUD directory of the old cluster name ${old} from the node`);
+      await event(
+        'Normal',
+        'CleanupDone',
+        `Removed the KUD directory of the old cluster name ${old} from the node`,
+      );
     } else if (state === 'failed' || timedOut) {
       await event(
         'Warning',
@@ -130,7 +136,10 @@ async function releaseOne(
           buildCleanupJob({ name: ref.name, namespace, uid: ref.uid }, old, { image: config.CLEANUP_IMAGE }),
         ).catch((error: unknown) => {
           // Refused or unavailable: the timeout ends the wait.
-          log.warn('cleanup Job of a renamed cluster could not be created', { cluster: old, error: String(error) });
+          log.warn('cleanup Job of a renamed cluster could not be created', {
+            cluster: old,
+            error: String(error),
+          });
         });
       return 'cleaning';
     }
@@ -145,6 +154,10 @@ async function releaseOne(
     const left = current.filter((item) => item.cluster !== old);
     return { ...fresh.status, [releasingClustersField]: left.length > 0 ? left : undefined };
   });
-  await event('Normal', 'ClusterNameReleased', `Cluster name ${old} released: its objects are gone (renamed to ${clusterOf(live) || '?'})`);
+  await event(
+    'Normal',
+    'ClusterNameReleased',
+    `Cluster name ${old} released: its objects are gone (renamed to ${clusterOf(live) || '?'})`,
+  );
   return step;
 }

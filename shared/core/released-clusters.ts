@@ -20,7 +20,9 @@ export const releasingClusterSchema = z.object({
 export type ReleasingCluster = z.infer<typeof releasingClusterSchema>;
 
 /** The old names a status still releases (malformed entries are ignored, never acted on). */
-export function releasingClustersOf(status: Readonly<Record<string, unknown>> | undefined): ReleasingCluster[] {
+export function releasingClustersOf(
+  status: Readonly<Record<string, unknown>> | undefined,
+): ReleasingCluster[] {
   const value = status?.[releasingClustersField];
   if (!Array.isArray(value)) return [];
   return value.flatMap((item) => {

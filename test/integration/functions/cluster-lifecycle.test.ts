@@ -214,7 +214,14 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
       'ClusterNameInUse',
     );
 
-    await kubectl('label', '--overwrite', '-n', ns, 'provisioning.bpa.akraino.org/renamer', 'cluster=new-name');
+    await kubectl(
+      'label',
+      '--overwrite',
+      '-n',
+      ns,
+      'provisioning.bpa.akraino.org/renamer',
+      'cluster=new-name',
+    );
     const relabelled = await readProvisioning(cluster.kubeConfig, ns, 'renamer');
     expect((await harness.publish(sourceEvent('update', relabelled))).map((d) => d.reply?.type)).toEqual([
       EventTypes.hostsResolved,
@@ -247,7 +254,9 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
       },
       { what: 'the cleanup Job of the old name', timeoutMs: 60_000, intervalMs: 500 },
     );
-    expect(cleanup.spec?.template.spec?.containers[0]?.args).toEqual(['rm -rf -- /opt/kud/multi-cluster/old-name']);
+    expect(cleanup.spec?.template.spec?.containers[0]?.args).toEqual([
+      'rm -rf -- /opt/kud/multi-cluster/old-name',
+    ]);
     await expect(batch().readNamespacedJob({ name: 'kud-old-name', namespace: ns })).rejects.toMatchObject({
       code: 404,
     });
@@ -262,13 +271,15 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
     expect(existsSync(nodeDir)).toBe(false);
     // The new name is untouched by the release.
     expect((await lease('new-name'))?.spec?.holderIdentity).toBe(`${ns}/renamer`);
-    expect((await batch().readNamespacedJob({ name: 'kud-new-name', namespace: ns })).metadata?.uid).toBeDefined();
+    expect(
+      (await batch().readNamespacedJob({ name: 'kud-new-name', namespace: ns })).metadata?.uid,
+    ).toBeDefined();
 
     const sent = await ping('host-lookup'); // the sweep retries ClusterNameInUse
     expect(sent.map((e) => e.type)).toContain(EventTypes.hostsResolved);
-    expect(conditionOf(await readProvisioning(cluster.kubeConfig, other, 'rival'), 'HostsResolved')?.status).toBe(
-      'True',
-    );
+    expect(
+      conditionOf(await readProvisioning(cluster.kubeConfig, other, 'rival'), 'HostsResolved')?.status,
+    ).toBe('True');
     expect((await lease('old-name'))?.spec?.holderIdentity).toBe(`${other}/rival`);
   }, 240_000);
 

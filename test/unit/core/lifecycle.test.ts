@@ -237,7 +237,9 @@ describe('afterRename (the old names a renamed cluster still releases)', () => {
   });
   it('ignores malformed status entries', () => {
     expect(
-      releasingClustersOf({ releasingClusters: [{ cluster: 'a' }, 'x', { cluster: 'b', since: 't', launched: false }] }),
+      releasingClustersOf({
+        releasingClusters: [{ cluster: 'a' }, 'x', { cluster: 'b', since: 't', launched: false }],
+      }),
     ).toEqual([{ cluster: 'b', since: 't', launched: false }]);
     expect(releasingClustersOf({ releasingClusters: 'a' })).toEqual([]);
   });
