@@ -6,6 +6,12 @@ import {
   observedLabelsField,
   recordedLabelsOf,
 } from '../../shared/core/recorded-labels.js';
+import { kudJobName } from '../../shared/core/names.js';
+import {
+  afterRename,
+  releasingClustersField,
+  releasingClustersOf,
+} from '../../shared/core/released-clusters.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { claimClusterName } from '../../shared/k8s/cluster-claims.js';
@@ -74,10 +80,20 @@ export async function recordHandling(
               : c,
           )
       : fresh.status?.conditions;
+    // A renamed cluster: its old name is released by kud-job-launch once its objects are gone.
+    const previous = recordedLabelsOf(fresh.status)?.cluster;
+    const releasing = afterRename(
+      releasingClustersOf(fresh.status),
+      previous,
+      labels.cluster,
+      previous !== undefined && fresh.status?.jobName === kudJobName(previous),
+      new Date(),
+    );
     return {
       ...fresh.status,
       conditions,
       [observedLabelsField]: labels,
+      [releasingClustersField]: releasing.length > 0 ? releasing : undefined,
       ...(retry ? { retry } : {}),
       ...(rerun ? { job: undefined } : {}),
     };

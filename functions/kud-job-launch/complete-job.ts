@@ -25,7 +25,8 @@ import {
 import { creationTimeOf, type StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { KudJobLaunchConfig } from './config.js';
-import { jobState, runDurationSeconds } from './job-state.js';
+import { runDurationSeconds } from './job-state.js';
+import { jobState } from '../../shared/k8s/jobs.js';
 import { jobsFinished, kudRunDuration, timeToReady } from './metrics.js';
 
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);

@@ -3,13 +3,14 @@ import { buildCleanupJob } from '../../shared/core/lifecycle-objects.js';
 import { cleanupFinalizer, cleanupJobName } from '../../shared/core/lifecycle-names.js';
 import { isOwnedBy } from '../../shared/core/ownership.js';
 import { recordedLabelsOf } from '../../shared/core/recorded-labels.js';
+import { releasingClustersOf } from '../../shared/core/released-clusters.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { hasFinalizer, removeFinalizer } from '../../shared/k8s/finalizers.js';
-import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import { jobState, createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
 import {
   ProvisioningCondition,
   clusterOf,
@@ -20,7 +21,6 @@ import {
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { Logger } from '../../shared/log.js';
 import type { KudJobLaunchConfig } from './config.js';
-import { jobState } from './job-state.js';
 
 export type DeletionStep =
   /** The cleanup Job runs (or was just created): nothing else until it ends. */
@@ -64,6 +64,9 @@ export async function advanceDeletion(
 
   const finish = async (step: DeletionStep): Promise<DeletionStep> => {
     if (cluster) await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, cluster, owner);
+    // Old names of a rename still being released: their objects go by garbage collection now.
+    for (const { cluster: old } of releasingClustersOf(live.status))
+      await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, old, owner);
     await removeFinalizer(clients, provisioningTarget(ref.namespace, ref.name), live, cleanupFinalizer);
     return step;
   };

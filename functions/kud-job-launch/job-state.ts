@@ -1,6 +1,7 @@
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { V1Job } from '@kubernetes/client-node';
 import { inventorySha256Annotation } from '../../shared/core/names.js';
+import { jobFailedCondition } from '../../shared/k8s/jobs.js';
 
 /** Generation of the Provisioning a Job was launched for (a spec change may retry a failed Job). */
 export const provisioningGenerationAnnotation = 'bpa.akraino.org/provisioning-generation';
@@ -13,22 +14,6 @@ export const provisioningGenerationAnnotation = 'bpa.akraino.org/provisioning-ge
 export const jobTraceparentAnnotation = 'bpa.akraino.org/traceparent';
 
 export const jobTraceparent = (job: V1Job) => job.metadata?.annotations?.[jobTraceparentAnnotation];
-
-export type JobState = 'running' | 'complete' | 'failed';
-
-/**
- * Where a Job stands, as the Job controller reports it: condition Complete True, or Failed True.
- */
-export function jobState(job: V1Job): JobState {
-  const isTrue = (type: string) =>
-    job.status?.conditions?.some((c) => c.type === type && c.status === 'True');
-  if (isTrue('Complete')) return 'complete';
-  // Not FailureTarget: the controller is still terminating the pods then, and the Job's own
-  // Failed condition (with its reason, e.g. DeadlineExceeded) follows; the Job update it makes
-  // is the one acted on.
-  if (isTrue('Failed')) return 'failed';
-  return 'running';
-}
 
 export const jobInventorySha256 = (job: V1Job) => job.metadata?.annotations?.[inventorySha256Annotation];
 
@@ -43,8 +28,7 @@ const toDate = (value: Date | string | undefined) => (value === undefined ? unde
 /** Seconds from startTime to completionTime (or to the Failed condition), when both are known. */
 export function runDurationSeconds(job: V1Job): number | undefined {
   const start = toDate(job.status?.startTime);
-  const failed = job.status?.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
-  const end = toDate(job.status?.completionTime) ?? toDate(failed?.lastTransitionTime);
+  const end = toDate(job.status?.completionTime) ?? toDate(jobFailedCondition(job)?.lastTransitionTime);
   if (!start || !end || Number.isNaN(start.getTime()) || Number.isNaN(end.getTime())) return undefined;
   return Math.max(0, (end.getTime() - start.getTime()) / 1000);
 }

@@ -3,14 +3,15 @@ import { managedByLabel, managedByValue } from '../../shared/core/names.js';
 import type { KubeObjectData } from '../../shared/events/types.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { readProvisioning } from '../../shared/k8s/provisioning.js';
-import { readJob } from '../../shared/k8s/jobs.js';
+import { jobState, readJob } from '../../shared/k8s/jobs.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import { kubeconfigPublisherName } from '../../shared/core/lifecycle-names.js';
 import { EventTypes } from '../../shared/events/types.js';
 import { completeJob } from './complete-job.js';
 import { advanceKubeconfig } from './kubeconfig.js';
 import type { KudJobLaunchConfig } from './config.js';
-import { controllingProvisioning, jobState, jobTraceparent } from './job-state.js';
+import { controllingProvisioning, jobTraceparent } from './job-state.js';
+import { recordProgress } from './record-progress.js';
 
 /**
  * A Job changed: if it is one of ours, find the Provisioning that controls it and finish the
@@ -44,6 +45,11 @@ export async function onJobUpdate(
   // A finished Job resumes the trace that launched it: its completion ends that trace.
   const launchedIn = jobTraceparent(job);
   if (launchedIn && jobState(job) !== 'running') context.continueTrace?.(launchedIn);
+  // A running Job's update (its pod started or got ready): the progress, now, not at the sweep.
+  if (jobState(job) === 'running') {
+    await recordProgress(clients, live, job);
+    return undefined;
+  }
   const event = await completeJob(context, clients, live, job);
   if (event?.type === EventTypes.clusterReady) await publishAfterReady(context, clients, live);
   return event;

@@ -20,7 +20,7 @@ import type { KubeClients } from '../../shared/k8s/clients.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { recordEvent } from '../../shared/k8s/events.js';
-import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import { jobState, createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
 import {
   ProvisioningCondition,
   provisioningIdentity,
@@ -30,7 +30,6 @@ import {
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { KudJobLaunchConfig } from './config.js';
-import { jobState } from './job-state.js';
 
 const step = ProvisioningCondition.kubeconfigPublished;
 

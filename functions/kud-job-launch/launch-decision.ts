@@ -1,7 +1,8 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { launchHashAnnotation, launchRetryAnnotation } from '../../shared/core/lifecycle-names.js';
 import { isOwnedBy } from '../../shared/core/ownership.js';
-import { jobProvisioningGeneration, jobState } from './job-state.js';
+import { jobProvisioningGeneration } from './job-state.js';
+import { jobState } from '../../shared/k8s/jobs.js';
 
 /** What the launcher wants: the Job's launch hash, for which generation and retry request. */
 export interface WantedLaunch {

@@ -1,20 +1,12 @@
 import type { CloudEvent } from 'cloudevents';
-import {
-  failedByDeadline,
-  jobProgress,
-  newestPod,
-  type JobProgress,
-} from '../../shared/core/job-progress.js';
 import { cancelAnnotation, cleanupFinalizer } from '../../shared/core/lifecycle-names.js';
 import { isOwnedBy } from '../../shared/core/ownership.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { callApi } from '../../shared/k8s/api-errors.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
-import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { hasFinalizer } from '../../shared/k8s/finalizers.js';
-import { deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import { jobState, deleteJob, readJob } from '../../shared/k8s/jobs.js';
 import {
   ProvisioningCondition,
   failProvisioning,
@@ -26,26 +18,14 @@ import { provisioningsResource } from '../../shared/k8s/resources.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { runSweep } from '../../shared/k8s/sweep.js';
 import type { FunctionContext } from '../../shared/server/types.js';
-import { isDeepStrictEqual } from 'node:util';
 import type { V1Job } from '@kubernetes/client-node';
 import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { advanceDeletion } from './deletion.js';
-import { jobState } from './job-state.js';
 import { advanceKubeconfig, awaitsKubeconfig } from './kubeconfig.js';
 import { launchJob } from './launch-job.js';
-
-/** Launched for its generation, completion not recorded yet: the Job may have finished unseen. */
-export function awaitsCompletion(item: StoredObject): boolean {
-  const generation = item.metadata.generation ?? 0;
-  const conditions = conditionsOf(item);
-  const installed = conditionFor(conditions, ProvisioningCondition.kudInstalled, generation);
-  return (
-    isTrueFor(conditions, ProvisioningCondition.jobLaunched, generation) &&
-    (installed === undefined || installed.reason === Reason.JobMissing) &&
-    typeof item.status?.jobName === 'string'
-  );
-}
+import { awaitsCompletion, recordProgress } from './record-progress.js';
+import { releaseRenamed, releasesRenamed } from './release-renamed.js';
 
 const deleting = (item: StoredObject) =>
   item.metadata.deletionTimestamp !== undefined && hasFinalizer(item, cleanupFinalizer);
@@ -53,6 +33,7 @@ const deleting = (item: StoredObject) =>
 /**
  * The sweep's part here, for every Provisioning that waits on its KUD Job or is being deleted:
  * - deleted: the cleanup (deletion.ts);
+ * - renamed: the old names' objects removed, then the old names released (release-renamed.ts);
  * - `bpa.akraino.org/cancel: "true"`: the running Job is deleted, Ready=False reason Cancelled;
  * - its Job is gone (deleted by hand, garbage-collected): KudInstalled=False reason JobMissing
  *   and a new Job for the current generation;
@@ -64,12 +45,15 @@ export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<voi
   return runSweep(context, {
     resource: provisioningsResource,
     kind: 'Provisioning',
-    select: (item) => deleting(item) || awaitsCompletion(item) || awaitsKubeconfig(item),
+    select: (item) =>
+      deleting(item) || releasesRenamed(item) || awaitsCompletion(item) || awaitsKubeconfig(item),
     redrive: async (item, clients) => {
       if (deleting(item)) {
         await advanceDeletion(clients, context.config, item, context.functionName, context.log);
         return undefined;
       }
+      if (releasesRenamed(item))
+        await releaseRenamed(clients, context.config, item, context.functionName, context.log);
       if (!awaitsCompletion(item)) {
         await advanceKubeconfig(context, clients, item);
         return undefined;
@@ -80,7 +64,7 @@ export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<voi
       if (item.metadata.annotations?.[cancelAnnotation] === 'true')
         return cancel(context, clients, item, ours);
       if (!ours) return relaunchMissing(context, clients, item);
-      if (jobState(ours) === 'running') await recordProgress(clients, item, ours);
+      await recordProgress(clients, item, ours);
       return completeJob(context, clients, item, ours);
     },
   });
@@ -145,21 +129,5 @@ async function relaunchMissing(
     clusterType: item.metadata.labels?.['cluster-type'] === 'virtlet-vm' ? 'virtlet-vm' : 'baremetal',
     configMap: `${cluster}-inventory`,
     inventorySha256: '0'.repeat(64), // not read: launchJob reads the stored inventory
-  });
-}
-
-/** status.job: the pod of the running Job, its phase, why it waits, and the time left. */
-async function recordProgress(clients: KubeClients, item: StoredObject, job: V1Job): Promise<void> {
-  if (failedByDeadline(job)) return;
-  const namespace = item.metadata.namespace ?? '';
-  const pods = await callApi(`list the pods of Job ${namespace}/${job.metadata?.name}`, () =>
-    clients.core.listNamespacedPod({ namespace, labelSelector: `job-name=${job.metadata?.name}` }),
-  );
-  const progress: JobProgress = jobProgress(job, newestPod(pods.items), new Date());
-  const ref = provisioningRef(item);
-  await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
-    conditions: [],
-    fields: { job: progress },
-    alreadyDone: (_conditions, fresh) => isDeepStrictEqual(fresh.status?.job, progress),
   });
 }

@@ -12,6 +12,9 @@
  * Nothing writes a Job's status but the Job controller.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import {
@@ -28,6 +31,9 @@ import { definition as inventoryRender } from '../../../functions/inventory-rend
 import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
 import { createNamespace, deleteNamespace, uniqueNamespaceName } from '../../../local/control-plane/index.js';
 import { useTestCluster } from '../../support/cluster.js';
+import { testEnv } from '../../support/control-plane-env.js';
+import { kudMultiClusterPath } from '../../../shared/core/kud-job.js';
+import { waitFor } from '../../../local/control-plane/index.js';
 import {
   createKudSshKeySecret,
   describeOnNode,
@@ -178,6 +184,103 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
     expect(
       conditionOf(await readProvisioning(cluster.kubeConfig, other, 'waiting'), 'HostsResolved')?.status,
     ).toBe('True');
+  }, 240_000);
+
+  it('releases the old name of a renamed cluster only after its objects are gone; the waiting one then proceeds', async () => {
+    const ns = cluster.namespace;
+    const lease = (name: string) =>
+      leases()
+        .readNamespacedLease({ name: `cluster-${name}`, namespace: functionsNamespace })
+        .catch(() => undefined);
+    const configMap = (name: string) =>
+      core()
+        .readNamespacedConfigMap({ name, namespace: ns })
+        .catch(() => undefined);
+    const renamer = await add(ns, 'renamer', 'old-name', 7);
+    await harness.publish(sourceEvent('add', renamer));
+    await releaseKudJob(ns, 'old-name', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, ns, 'kud-old-name')).ended.type).toBe('Complete');
+    const ready = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns, 'kud-old-name'));
+    expect(ready.map((d) => d.reply?.type)).toContain(EventTypes.clusterReady);
+    expect(await configMap('old-name-configmap')).toBeDefined();
+    expect(await configMap('old-name-inventory')).toBeDefined();
+    // What KUD leaves on the node for the cluster (its directory): the cleanup Job removes it.
+    const nodeDir = join(process.env[testEnv.nodeHostPaths] ?? '', kudMultiClusterPath, 'old-name');
+    await mkdir(nodeDir, { recursive: true });
+    await writeFile(join(nodeDir, 'marker'), 'KUD was here\n');
+    const rival = await add(other, 'rival', 'old-name', 7);
+    await harness.publish(sourceEvent('add', rival));
+    expect(conditionOf(await readProvisioning(cluster.kubeConfig, other, 'rival'), 'Ready')?.reason).toBe(
+      'ClusterNameInUse',
+    );
+
+    await kubectl(
+      'label',
+      '--overwrite',
+      '-n',
+      ns,
+      'provisioning.bpa.akraino.org/renamer',
+      'cluster=new-name',
+    );
+    const relabelled = await readProvisioning(cluster.kubeConfig, ns, 'renamer');
+    expect((await harness.publish(sourceEvent('update', relabelled))).map((d) => d.reply?.type)).toEqual([
+      EventTypes.hostsResolved,
+      EventTypes.inventoryRendered,
+      EventTypes.kudJobLaunched,
+    ]);
+    const renamed = await readProvisioning(cluster.kubeConfig, ns, 'renamer');
+    expect((renamed.status as Record<string, unknown>).releasingClusters).toEqual([
+      { cluster: 'old-name', since: expect.any(String), launched: true },
+    ]);
+    expect((await lease('new-name'))?.spec?.holderIdentity).toBe(`${ns}/renamer`);
+    // The old name stays claimed while its objects exist: the rival still waits.
+    expect((await lease('old-name'))?.spec?.holderIdentity).toBe(`${ns}/renamer`);
+    await ping('host-lookup');
+    expect(conditionOf(await readProvisioning(cluster.kubeConfig, other, 'rival'), 'Ready')?.reason).toBe(
+      'ClusterNameInUse',
+    );
+
+    // Sweeps: the old Job and ConfigMaps go, then the cleanup Job runs on the node.
+    await ping('kud-job-launch');
+    expect(await configMap('old-name-configmap')).toBeUndefined();
+    expect(await configMap('old-name-inventory')).toBeUndefined();
+    expect(await lease('old-name')).toBeDefined();
+    const cleanup = await waitFor(
+      async () => {
+        await ping('kud-job-launch');
+        return batch()
+          .readNamespacedJob({ name: 'kud-old-name-cleanup', namespace: ns })
+          .catch(() => undefined);
+      },
+      { what: 'the cleanup Job of the old name', timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(cleanup.spec?.template.spec?.containers[0]?.args).toEqual([
+      'rm -rf -- /opt/kud/multi-cluster/old-name',
+    ]);
+    await expect(batch().readNamespacedJob({ name: 'kud-old-name', namespace: ns })).rejects.toMatchObject({
+      code: 404,
+    });
+    expect(await lease('old-name')).toBeDefined();
+    expect((await waitForJobEnd(cluster.kubeConfig, ns, 'kud-old-name-cleanup')).ended.type).toBe('Complete');
+    await ping('kud-job-launch');
+    expect(await lease('old-name')).toBeUndefined();
+    expect(
+      ((await readProvisioning(cluster.kubeConfig, ns, 'renamer')).status as Record<string, unknown>)
+        .releasingClusters,
+    ).toBeUndefined();
+    expect(existsSync(nodeDir)).toBe(false);
+    // The new name is untouched by the release.
+    expect((await lease('new-name'))?.spec?.holderIdentity).toBe(`${ns}/renamer`);
+    expect(
+      (await batch().readNamespacedJob({ name: 'kud-new-name', namespace: ns })).metadata?.uid,
+    ).toBeDefined();
+
+    const sent = await ping('host-lookup'); // the sweep retries ClusterNameInUse
+    expect(sent.map((e) => e.type)).toContain(EventTypes.hostsResolved);
+    expect(
+      conditionOf(await readProvisioning(cluster.kubeConfig, other, 'rival'), 'HostsResolved')?.status,
+    ).toBe('True');
+    expect((await lease('old-name'))?.spec?.holderIdentity).toBe(`${other}/rival`);
   }, 240_000);
 
   it('removes the finalizer with a Warning Event when the cleanup cannot run in time', async () => {

@@ -444,4 +444,41 @@ describeOnNode('the KUD Job lifecycle', () => {
     expect(progress.job?.secondsLeft).toBeGreaterThan(expected - 10);
     expect(progress.job?.secondsLeft).toBeLessThanOrEqual(Math.ceil(expected) + 1);
   });
+
+  it('shows the running Job’s pod on the Job’s own update, without a sweep', async () => {
+    // kud-waits: the installer runs until released, so its pod is Running and Ready, and the Job
+    // controller's status update (ready: 1) is the event; no ping is delivered in this test.
+    await start('live', 11);
+    const job = await waitFor(
+      async () => {
+        const found = await readJob('kud-live');
+        return (found.status?.ready ?? 0) >= 1 ? found : undefined;
+      },
+      { what: 'the Job controller counting kud-live’s pod ready', timeoutMs: 60_000, intervalMs: 250 },
+    );
+    const pods = await core().listNamespacedPod({ namespace: ns(), labelSelector: 'job-name=kud-live' });
+    expect(pods.items).toHaveLength(1);
+    expect(pods.items[0]?.status?.phase).toBe('Running');
+    expect(((await status('live')).status as { job?: unknown }).job).toBeUndefined();
+    const deliveries = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-live'));
+    expect(summary(deliveries).filter(([target]) => target === 'kud-job-launch')).toEqual([
+      ['kud-job-launch', 204, undefined],
+    ]);
+    const progress = (await status('live')).status as { job?: Record<string, unknown> };
+    expect(progress.job).toMatchObject({
+      name: 'kud-live',
+      pod: pods.items[0]?.metadata?.name,
+      phase: 'Running',
+      deadline: expect.any(String),
+    });
+    expect(progress.job?.waitingReason).toBeUndefined();
+    expect(progress.job?.secondsLeft).toBeGreaterThan(7200 - 120);
+    expect(job.status?.startTime).toBeDefined();
+    // Released and ended: the update of an ended Job records the completion, not progress.
+    await releaseKudJob(ns(), 'live', 0);
+    await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-live');
+    const ended = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-live'));
+    expect(ended.map((d) => d.reply?.type)).toContain(EventTypes.clusterReady);
+    expect(conditionOf(await status('live'), 'Ready')).toMatchObject({ status: 'True' });
+  }, 180_000);
 });

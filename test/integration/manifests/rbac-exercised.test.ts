@@ -540,6 +540,25 @@ describeOnNode('each function under its own ServiceAccount', () => {
     expect(host.spec.image?.url).toBe('http://image-download.test/node');
   });
 
+  it('renames a cluster: kud-job-launch’s sweep removes the old name’s Job and ConfigMaps', async () => {
+    const namespace = cluster.namespace;
+    const renamed = (await custom().patchNamespacedCustomObject(
+      { ...bpaGroup, plural: 'provisionings', namespace, name: 'edge', body: { metadata: { labels: { cluster: 'edge-2' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    )) as Awaited<ReturnType<typeof readProvisioning>>;
+    expect(summary(await chain.publish(sourceEvent('update', renamed)))).toEqual([
+      ['host-lookup', 200, EventTypes.hostsResolved],
+      ['inventory-render', 200, EventTypes.inventoryRendered],
+      ['kud-job-launch', 200, EventTypes.kudJobLaunched],
+    ]);
+    expect((await chain.deliver('kud-job-launch', pingEvent())).status).toBe(204);
+    for (const name of ['edge-1-inventory', 'edge-1-configmap'])
+      await expect(core().readNamespacedConfigMap({ name, namespace })).rejects.toMatchObject({ code: 404 });
+    await expect(
+      admin().makeApiClient(BatchV1Api).readNamespacedJob({ name: 'kud-edge-1', namespace }),
+    ).rejects.toMatchObject({ code: 404 });
+  });
+
   it.each(functions.map((f) => f.name))('%s made exactly the calls of its rows in the RBAC table', (name) => {
     const account = rbacTable[name];
     const calls = perFunction.get(name as FunctionName)?.kubeConfig.calls ?? [];

@@ -14,6 +14,7 @@ import { buildCleanupJob, buildKubeconfigSecret } from '../../../shared/core/lif
 import { isOwnedBy, markManaged, ownershipConflict } from '../../../shared/core/ownership.js';
 import { provisioningOwnerReference } from '../../../shared/core/owner.js';
 import { labelsChanged, labelsToRecord, recordedLabelsOf } from '../../../shared/core/recorded-labels.js';
+import { afterRename, releasingClustersOf } from '../../../shared/core/released-clusters.js';
 
 const owner = { name: 'prov-a', namespace: 'tenant', uid: 'uid-a' };
 
@@ -216,5 +217,30 @@ describe('Job progress', () => {
     });
     expect(failedByDeadline(failed('DeadlineExceeded'))).toBe(true);
     expect(failedByDeadline(failed('BackoffLimitExceeded'))).toBe(false);
+  });
+});
+
+describe('afterRename (the old names a renamed cluster still releases)', () => {
+  const now = new Date('2026-01-01T00:00:00Z');
+  it('adds the previous name once, with whether a KUD Job ran for it', () => {
+    const once = afterRename([], 'a', 'b', true, now);
+    expect(once).toEqual([{ cluster: 'a', since: '2026-01-01T00:00:00.000Z', launched: true }]);
+    expect(afterRename(once, 'a', 'c', false, new Date())).toEqual(once);
+  });
+  it('drops a name that is the cluster again (renamed back), adds nothing without a change', () => {
+    const list = afterRename([], 'a', 'b', true, now);
+    expect(afterRename(list, 'b', 'a', true, now)).toEqual([
+      { cluster: 'b', since: '2026-01-01T00:00:00.000Z', launched: true },
+    ]);
+    expect(afterRename(list, 'b', 'b', true, now)).toEqual(list);
+    expect(afterRename([], undefined, 'b', false, now)).toEqual([]);
+  });
+  it('ignores malformed status entries', () => {
+    expect(
+      releasingClustersOf({
+        releasingClusters: [{ cluster: 'a' }, 'x', { cluster: 'b', since: 't', launched: false }],
+      }),
+    ).toEqual([{ cluster: 'b', since: 't', launched: false }]);
+    expect(releasingClustersOf({ releasingClusters: 'a' })).toEqual([]);
   });
 });

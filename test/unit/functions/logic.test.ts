@@ -7,7 +7,8 @@ import { decideLaunch } from '../../../functions/kud-job-launch/launch-decision.
 import { parseLeasesSource } from '../../../functions/host-lookup/lease-source.js';
 import { clusterNodesFrom } from '../../../functions/software-install/cluster-nodes.js';
 import { needsInstall } from '../../../functions/software-install/sweep.js';
-import { jobState, runDurationSeconds } from '../../../functions/kud-job-launch/job-state.js';
+import { runDurationSeconds } from '../../../functions/kud-job-launch/job-state.js';
+import { jobState } from '../../../shared/k8s/jobs.js';
 import { jobFailure } from '../../../functions/kud-job-launch/complete-job.js';
 import type { Condition } from '../../../shared/schemas/kube.js';
 

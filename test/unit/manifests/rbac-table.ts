@@ -146,7 +146,7 @@ export const rbacTable: Record<string, Account> = {
         group: 'batch',
         resource: 'jobs',
         verbs: ['get', 'create', 'delete'],
-        why: 'kud-<cluster>: create (a 409 reads the existing one), get on a Job update and in the sweep, delete (uid precondition) a finished Job whose launch hash changed, a cancelled one; never a list',
+        why: 'kud-<cluster>: create (a 409 reads the existing one), get on a Job update and in the sweep, delete (uid precondition) a finished Job whose launch hash changed, a cancelled one, the Jobs of a renamed cluster; never a list',
       },
       {
         group: '',
@@ -157,8 +157,8 @@ export const rbacTable: Record<string, Account> = {
       {
         group: '',
         resource: 'configmaps',
-        verbs: ['get', 'create', 'update'],
-        why: 'get: <cluster>-inventory; <cluster>-configmap upserted: get, then create, or replace (update) when the node IPs changed',
+        verbs: ['get', 'create', 'update', 'delete'],
+        why: 'get: <cluster>-inventory; <cluster>-configmap upserted: get, then create, or replace (update) when the node IPs changed; delete (uid precondition, ours only): <old>-inventory and <old>-configmap of a renamed cluster',
       },
       eventGrant,
       {
@@ -192,7 +192,7 @@ export const rbacTable: Record<string, Account> = {
         group: 'coordination.k8s.io',
         resource: 'leases',
         verbs: ['get', 'delete'],
-        why: '(install namespace only) releases the cluster-name claim when a Provisioning is deleted',
+        why: '(install namespace only) releases the cluster-name claim when a Provisioning is deleted, and the old name of a renamed cluster once its objects are gone',
       },
     ],
   },
