@@ -111,6 +111,18 @@ export function decodeUtf8(bytes: Uint8Array): string | undefined {
   }
 }
 
+/** Context attributes the spec types as String, URI-reference or Timestamp: JSON strings in structured mode. */
+const stringAttributes = new Set([
+  'id',
+  'source',
+  'specversion',
+  'type',
+  'datacontenttype',
+  'dataschema',
+  'subject',
+  'time',
+]);
+
 function decodeStructured(body: Buffer): RawEvent {
   const text = decodeUtf8(body);
   if (text === undefined) throw invalid('MalformedEvent', 'The structured CloudEvent is not valid UTF-8');
@@ -130,6 +142,11 @@ function decodeStructured(body: Buffer): RawEvent {
   const record = parsed as Record<string, unknown>;
   for (const [name, value] of Object.entries(record)) {
     if (name === 'data' || name === 'data_base64' || value === null) continue;
+    // The spec's own attributes are JSON strings (a number is no id); extensions may also be
+    // integers or booleans, carried in their canonical string form.
+    if (stringAttributes.has(name) && typeof value !== 'string') {
+      throw invalid('InvalidEvent', `Invalid CloudEvent: attribute "${name}" must be a JSON string`);
+    }
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
       attributes[name] = String(value);
     } else {

@@ -66,6 +66,12 @@ describe('the broker and the function server refuse the same messages with the s
       'InvalidEvent',
     ],
     ['an invalid extension name', binary({ 'ce-bad_name': 'x' }), '{}', 'InvalidEvent'],
+    [
+      'structured, a number for id',
+      structuredHeaders,
+      JSON.stringify({ id: -15, source: '/s', type: 't', specversion: '1.0' }),
+      'InvalidEvent',
+    ],
   ];
   it.each(cases)('%s', (_name, headers, body, reason) => {
     expect(brokerReason(headers, body)).toBe(reason);
@@ -128,6 +134,21 @@ describe('what one side writes, the other reads back', () => {
     const forwarded = JSON.parse(encodeStructured(raw).body.toString()) as Record<string, unknown>;
     expect(forwarded.data_base64).toBe(bytes.toString('base64'));
     expect(forwarded).not.toHaveProperty('data');
+  });
+
+  it('structured extensions may be integers or booleans, read as their string form', () => {
+    const body = JSON.stringify({
+      id: '1',
+      source: '/s',
+      type: 't',
+      specversion: '1.0',
+      attempt: 3,
+      retried: true,
+    });
+    expect(decodeHttpEvent(structuredHeaders, Buffer.from(body)).attributes).toMatchObject({
+      attempt: '3',
+      retried: 'true',
+    });
   });
 
   it('text data is text, other media types are bytes', () => {
