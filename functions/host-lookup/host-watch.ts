@@ -27,6 +27,7 @@ import type { Logger } from '../../shared/log.js';
 const pageSize = 500;
 const missRelistMs = 5_000;
 const restartDelayMs = 2_000;
+const startTimeoutMs = 10_000;
 
 /** `<namespace>/<name>`, as HostMacEntry names hosts; API list order is this order. */
 const keyOf = (host: { metadata: { name: string; namespace?: string } }) =>
@@ -127,11 +128,21 @@ export class WatchedHostIndex {
     return found;
   }
 
+  /**
+   * True once the list is in and the watch connected. A start that takes longer than
+   * `startTimeoutMs` (a slow list of a large fleet, a watch that does not connect) goes on in the
+   * background while this lookup lists for itself.
+   */
   private ensureStarted(): Promise<boolean> {
     if (this.live) return Promise.resolve(true);
     if (this.stopped) return Promise.resolve(false);
     this.starting ??= this.start().finally(() => (this.starting = undefined));
-    return this.starting;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), startTimeoutMs);
+      timer.unref();
+    });
+    return Promise.race([this.starting, late]).finally(() => clearTimeout(timer));
   }
 
   private async start(): Promise<boolean> {
