@@ -246,7 +246,11 @@ async function runAt(hosts: number, log: (line: string) => void): Promise<RunRes
     const clients = kubeClients(controlPlane.kubeConfig);
     await createNamespace(controlPlane.kubeConfig, namespace);
     const hostProgress = { done: 0 };
+    const creating = performance.now();
     await createHosts(clients, hosts, hostProgress).finally(() => (result.hostsCreated = hostProgress.done));
+    log(
+      `  ${hosts} BareMetalHosts created with their status in ${((performance.now() - creating) / 1000).toFixed(0)} s`,
+    );
 
     // host-lookup in its own process (its RSS), the other functions in the stack, each counting.
     const port = await freeLoopbackPort();
