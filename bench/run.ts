@@ -3,6 +3,7 @@ import { clusterBench } from './cluster.js';
 import { cliBench } from './cli.js';
 import { controlPlaneBench } from './control-plane.js';
 import { functionServerBench } from './function-server.js';
+import { fleetScaleBench } from './fleet-scale.js';
 import { functionsBench } from './functions.js';
 import { imagesBench } from './images.js';
 import { resolutionBench } from './resolution.js';
@@ -29,6 +30,7 @@ const benches: BenchModule[] = [
   controlPlaneBench,
   imagesBench,
   clusterBench,
+  fleetScaleBench,
 ];
 
 // `npm run bench -- broker functions` runs only the modules whose names contain one of the words.

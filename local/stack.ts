@@ -49,6 +49,13 @@ export interface StackOptions {
   logLevel?: LogLevel;
   /** PingSource interval override in ms (the manifests' schedule is once a minute). */
   pingIntervalMs?: number;
+  /** A function's own Kubernetes client (the scale bench's counting one); default: the stack's. */
+  functionKubeConfig?: (name: FunctionName) => KubeConfig | undefined;
+  /**
+   * Functions already running elsewhere (their URL): not started, the broker delivers to them
+   * (the scale bench runs host-lookup in a process of its own to measure its memory).
+   */
+  externalFunctions?: Partial<Record<FunctionName, string>>;
   /** The kustomize directory read for Broker, Trigger and source objects. Default `<repo>/manifests`. */
   manifestsDir?: string;
 }
@@ -146,9 +153,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       env,
       ...(options.functionEnvFor ? { envFor: options.functionEnvFor } : {}),
       logger: (name) => logFile.logger(name),
+      ...(options.functionKubeConfig ? { kubeConfigFor: options.functionKubeConfig } : {}),
+      skip: Object.keys(options.externalFunctions ?? {}) as FunctionName[],
     });
     cleanups.push(() => Promise.all(functions.map((f) => f.server.close())).then(() => undefined));
-    const functionUrl = new Map(functions.map((f) => [f.name as string, f.url]));
+    const functionUrl = new Map<string, string>([
+      ...functions.map((f): [string, string] => [f.name, f.url]),
+      ...(Object.entries(options.externalFunctions ?? {}) as [string, string][]),
+    ]);
 
     const resolveRef = (ref: KReference & { namespace: string }): string => {
       if (ref.kind === 'Service' && ref.apiVersion.startsWith('serving.knative.dev/')) {

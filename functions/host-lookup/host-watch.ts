@@ -4,7 +4,6 @@ import { fastBareMetalHost } from '../../shared/core/bare-metal-host-fast.js';
 import { bareMetalHostSchema, type BareMetalHost } from '../../shared/schemas/bare-metal-host.js';
 import { callApi } from '../../shared/k8s/api-errors.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
-import { getCustomObject } from '../../shared/k8s/custom-objects.js';
 import { bareMetalHostsResource } from '../../shared/k8s/resources.js';
 import { describeError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
@@ -15,19 +14,20 @@ import type { Logger } from '../../shared/log.js';
  * a few small reads instead of a list of the whole fleet. Started on first use, never at load:
  * `bpa render` and the functions' cold start do not pay for it.
  *
- * Correct under churn without trusting the watch's timing:
- * - every host a lookup answers with is read again (GET, a quorum read) and re-indexed: a host
- *   re-inspected since (new NIC IP) answers with its new IP; one deleted since, or that lost the
- *   MAC, sends the lookup to a fresh list;
- * - a MAC the index does not know sends the lookup to a fresh list (a host added a moment ago),
- *   at most once per `missRelistMs` while the watch runs (the watch delivers additions within
- *   milliseconds; the sweep retries HostNotFound anyway).
+ * Under churn: a host added, re-inspected (new NIC IP) or deleted reaches the index with its watch
+ * event, milliseconds after the write (the apiserver's watch cache sends it as etcd commits
+ * it), before the Provisioning that follows has gone through its source, the broker and
+ * host-lookup's own reads. A MAC the index does not know sends the lookup to a fresh list (a host
+ * added a moment ago), at most once per `missRelistMs` while the watch runs; the sweep retries
+ * HostNotFound. Each answer is not read again: ten GETs of ~4 KB hosts per Provisioning would
+ * cost more than everything else host-lookup reads (bench/fleet-scale.ts).
  * While the watch is down (an error; it restarts after `restartDelayMs`) every lookup lists.
  */
 
 const pageSize = 500;
 const missRelistMs = 5_000;
 const restartDelayMs = 2_000;
+const startTimeoutMs = 10_000;
 
 /** `<namespace>/<name>`, as HostMacEntry names hosts; API list order is this order. */
 const keyOf = (host: { metadata: { name: string; namespace?: string } }) =>
@@ -100,11 +100,12 @@ export class WatchedHostIndex {
       await this.relist();
       found = this.lookup(macs);
     }
-    const verified = await this.verify(found, macs);
-    if (verified) return verified;
-    // A host changed under the index (deleted, or lost the MAC): answer from a fresh list.
-    await this.relist();
-    return this.lookup(macs);
+    return found;
+  }
+
+  /** What the index holds for `mac` now (tests wait on it). */
+  entryFor(mac: string): HostMacEntry | undefined {
+    return this.lookup(new Set([mac])).get(mac);
   }
 
   async stop(): Promise<void> {
@@ -128,45 +129,20 @@ export class WatchedHostIndex {
   }
 
   /**
-   * Reads each answering host again and takes its entries from the fresh object; undefined
-   * when one is gone or no longer carries a MAC it answered for (the caller lists).
+   * True once the list is in and the watch connected. A start that takes longer than
+   * `startTimeoutMs` (a slow list of a large fleet, a watch that does not connect) goes on in the
+   * background while this lookup lists for itself.
    */
-  private async verify(
-    found: Map<string, HostMacEntry>,
-    macs: ReadonlySet<string>,
-  ): Promise<Map<string, HostMacEntry> | undefined> {
-    const hostKeys = [...new Set([...found.values()].map((entry) => entry.host))];
-    const fresh = await Promise.all(
-      hostKeys.map(async (key) => {
-        const [namespace = '', name = ''] = key.split('/');
-        const object = await getCustomObject(this.clients, {
-          resource: bareMetalHostsResource,
-          namespace,
-          name,
-        });
-        return object ? strip(object) : undefined;
-      }),
-    );
-    const verified = new Map<string, HostMacEntry>();
-    for (const [i, object] of fresh.entries()) {
-      if (!object) return undefined;
-      this.upsert(object);
-      const entries = indexHostsByMac([object as BareMetalHost], macs);
-      for (const [mac, entry] of found)
-        if (entry.host === hostKeys[i]) {
-          const now = entries.get(mac);
-          if (!now) return undefined;
-          verified.set(mac, now);
-        }
-    }
-    return verified;
-  }
-
   private ensureStarted(): Promise<boolean> {
     if (this.live) return Promise.resolve(true);
     if (this.stopped) return Promise.resolve(false);
     this.starting ??= this.start().finally(() => (this.starting = undefined));
-    return this.starting;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), startTimeoutMs);
+      timer.unref();
+    });
+    return Promise.race([this.starting, late]).finally(() => clearTimeout(timer));
   }
 
   private async start(): Promise<boolean> {

@@ -37,6 +37,10 @@ export interface StartFunctionsOptions {
   env: Env;
   envFor?: Partial<Record<FunctionName, Env>>;
   logger: (name: FunctionName) => Logger;
+  /** A function's own Kubernetes client instead of `kubeConfig` (the scale bench counts reads). */
+  kubeConfigFor?: (name: FunctionName) => KubeConfig | undefined;
+  /** Functions served elsewhere: not started here. */
+  skip?: readonly FunctionName[];
 }
 
 /** Starts the four functions, each with the real HTTP server on its own free port. */
@@ -47,6 +51,7 @@ export async function startFunctions(options: StartFunctionsOptions): Promise<Ru
       FunctionName,
       (o: ServerOptions) => Promise<RunningFunctionServer>,
     ][]) {
+      if (options.skip?.includes(name)) continue;
       const env: Env = {
         ...options.env,
         ...options.envFor?.[name],
@@ -56,7 +61,7 @@ export async function startFunctions(options: StartFunctionsOptions): Promise<Ru
       const server = await start({
         host: options.host,
         port: 0,
-        kubeConfig: options.kubeConfig,
+        kubeConfig: options.kubeConfigFor?.(name) ?? options.kubeConfig,
         env,
         sink: options.sinkUrl,
         log: options.logger(name),

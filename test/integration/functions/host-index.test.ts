@@ -1,13 +1,18 @@
 /**
  * host-lookup's watched index of BareMetalHosts (issue 13 item 2) on the real API server with
- * Metal3's real CRD: after the first lookup has listed, later Provisionings are served without a
- * list, and a host added, re-inspected (new NIC IP) or deleted after the index was built is seen
- * by the next Provisioning. Every request host-lookup makes is recorded (RecordingKubeConfig).
+ * Metal3's real CRD: after the first lookup has listed, later Provisionings read no host at all,
+ * and a host added, re-inspected (new NIC IP) or deleted after the index was built reaches the
+ * index through the watch (the test waits for that: milliseconds) and is seen by the next
+ * Provisioning, with no list. A MAC the index does not know makes it list again (at most once per
+ * 5 s). Every request host-lookup makes is recorded (RecordingKubeConfig).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
 import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
+import { watchedHostIndex } from '../../../functions/host-lookup/host-watch.js';
+import type { HostMacEntry } from '../../../shared/core/host-index.js';
+import { silentLogger } from '../../../shared/log.js';
 import { useTestCluster } from '../../support/cluster.js';
 import { RecordingKubeConfig } from '../../support/recording-kube-config.js';
 import { ChainHarness, sourceEvent } from './support/chain-harness.js';
@@ -55,6 +60,22 @@ describe('the watched BareMetalHost index', () => {
     await harness?.stop();
   });
 
+  /** Until the watch has brought the index to what `expected` says about `mac`. */
+  const untilIndexed = async (mac: string, expected: (entry: HostMacEntry | undefined) => boolean) => {
+    const index = watchedHostIndex(recorder, cluster.namespace, silentLogger);
+    const deadline = Date.now() + 10_000;
+    while (!expected(index.entryFor(mac))) {
+      if (Date.now() > deadline) throw new Error(`the watch did not bring ${mac} to the index within 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  /** `work`, and the BareMetalHost requests host-lookup made meanwhile. */
+  const hostCallsDuring = async <T>(work: () => Promise<T>) => {
+    const before = recorder.calls.length;
+    const result = await work();
+    return { result, hostCalls: recorder.calls.slice(before).filter((c) => c.resource === 'baremetalhosts') };
+  };
+
   let count = 0;
   /** A one-node Provisioning for `mac`, through host-lookup: the reply type and the node's IP. */
   const resolve = async (mac: string) => {
@@ -76,17 +97,15 @@ describe('the watched BareMetalHost index', () => {
       reason: conditionOf(status, 'HostsResolved')?.reason,
     };
   };
+  const resolvedFrom = (ip: string) => ({ reply: EventTypes.hostsResolved, ip });
+  const notFound = { reply: EventTypes.provisioningFailed, reason: 'HostNotFound' };
 
-  it('lists once, then serves lookups from the watch (a host read again, no list)', async () => {
-    expect(await resolve('aa:bb:cc:00:13:01')).toMatchObject({
-      reply: EventTypes.hostsResolved,
-      ip: '10.13.0.1',
-    });
+  it('lists once, then serves lookups from the watch (no host read)', async () => {
+    expect(await resolve('aa:bb:cc:00:13:01')).toMatchObject(resolvedFrom('10.13.0.1'));
     expect(hostLists()).toBe(1);
-    const before = recorder.calls.length;
-    expect(await resolve('aa:bb:cc:00:13:12')).toMatchObject({ ip: '10.13.1.2' });
-    const hostCalls = recorder.calls.slice(before).filter((c) => c.resource === 'baremetalhosts');
-    expect(hostCalls.map((c) => [c.verb, c.name])).toEqual([['get', 'host-2']]);
+    const { result, hostCalls } = await hostCallsDuring(() => resolve('aa:bb:cc:00:13:12'));
+    expect(result).toMatchObject(resolvedFrom('10.13.1.2'));
+    expect(hostCalls).toEqual([]);
   });
 
   it('sees a host added after the index was built', async () => {
@@ -96,41 +115,38 @@ describe('the watched BareMetalHost index', () => {
       bootMac: 'aa:bb:cc:00:13:03',
       nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:13:03', ip: '10.13.0.3' }],
     });
-    expect(await resolve('aa:bb:cc:00:13:03')).toMatchObject({
-      reply: EventTypes.hostsResolved,
-      ip: '10.13.0.3',
-    });
+    await untilIndexed('aa:bb:cc:00:13:03', (entry) => entry?.host === `${cluster.namespace}/host-3`);
+    const { result, hostCalls } = await hostCallsDuring(() => resolve('aa:bb:cc:00:13:03'));
+    expect(result).toMatchObject(resolvedFrom('10.13.0.3'));
+    expect(hostCalls).toEqual([]);
   });
 
-  it('sees a host re-inspected with a new NIC IP', async () => {
+  it('sees a host re-inspected with a new NIC IP, and a NIC gone', async () => {
     await custom().patchNamespacedCustomObjectStatus(
       {
         ...bmh,
         namespace: cluster.namespace,
         name: 'host-2',
         body: {
-          status: {
-            hardware: { nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:13:02', ip: '10.13.9.2' }] },
-          },
+          status: { hardware: { nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:13:02', ip: '10.13.9.2' }] } },
         },
       },
       mergePatch,
     );
-    expect(await resolve('aa:bb:cc:00:13:02')).toMatchObject({ ip: '10.13.9.2' });
+    await untilIndexed('aa:bb:cc:00:13:02', (entry) => entry?.nicIp === '10.13.9.2');
+    const { result, hostCalls } = await hostCallsDuring(() => resolve('aa:bb:cc:00:13:02'));
+    expect(result).toMatchObject(resolvedFrom('10.13.9.2'));
+    expect(hostCalls).toEqual([]);
     // eth1 is gone from the inspection, and its MAC (not the boot MAC) with it.
-    expect(await resolve('aa:bb:cc:00:13:12')).toMatchObject({
-      reply: EventTypes.provisioningFailed,
-      reason: 'HostNotFound',
-    });
+    await untilIndexed('aa:bb:cc:00:13:12', (entry) => entry === undefined);
+    expect(await resolve('aa:bb:cc:00:13:12')).toMatchObject(notFound);
   });
 
   it('sees a host deleted, and its MAC on the host that has it now', async () => {
     const namespace = cluster.namespace;
     await custom().deleteNamespacedCustomObject({ ...bmh, namespace, name: 'host-1' });
-    expect(await resolve('aa:bb:cc:00:13:01')).toMatchObject({
-      reply: EventTypes.provisioningFailed,
-      reason: 'HostNotFound',
-    });
+    await untilIndexed('aa:bb:cc:00:13:01', (entry) => entry === undefined);
+    expect(await resolve('aa:bb:cc:00:13:01')).toMatchObject(notFound);
     await custom().deleteNamespacedCustomObject({ ...bmh, namespace, name: 'host-3' });
     await createBareMetalHost(cluster.kubeConfig, {
       name: 'host-4',
@@ -138,9 +154,18 @@ describe('the watched BareMetalHost index', () => {
       bootMac: 'aa:bb:cc:00:13:03',
       nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:13:03', ip: '10.13.0.4' }],
     });
-    expect(await resolve('aa:bb:cc:00:13:03')).toMatchObject({
-      reply: EventTypes.hostsResolved,
-      ip: '10.13.0.4',
-    });
+    await untilIndexed('aa:bb:cc:00:13:03', (entry) => entry?.host === `${namespace}/host-4`);
+    expect(await resolve('aa:bb:cc:00:13:03')).toMatchObject(resolvedFrom('10.13.0.4'));
+  });
+
+  it('lists again for a MAC it does not know, at most once per 5 s', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 5_100));
+    const lists = hostLists();
+    expect(await resolve('aa:bb:cc:00:13:99')).toMatchObject(notFound);
+    expect(hostLists()).toBe(lists + 1);
+    // Within 5 s of that list, another unknown MAC is answered from the index alone.
+    const { result, hostCalls } = await hostCallsDuring(() => resolve('aa:bb:cc:00:13:98'));
+    expect(result).toMatchObject(notFound);
+    expect(hostCalls).toEqual([]);
   });
 });

@@ -89,7 +89,7 @@ export const rbacTable: Record<string, Account> = {
         group: 'metal3.io',
         resource: 'baremetalhosts',
         verbs: ['get', 'patch'],
-        why: 'get: each host a lookup answers with, read again (a quorum read); spec.image of a Provisioning: spec.image and the bpa.akraino.org/image annotation merge-patched (with the read resourceVersion) where unset or ours'
+        why: 'spec.image of a Provisioning: each resolved host read, then spec.image and the bpa.akraino.org/image annotation merge-patched (with the read resourceVersion) where unset or ours'
       },
       { group: bpa, resource: 'images', verbs: ['get'], why: 'spec.image of a Provisioning: the Image it names, in its namespace (must be Ready)' },
       { group: '', resource: 'pods', verbs: ['list'], why: 'virtlet-vm clusters only: running VM pods in the VM_NAMESPACES (none by default), never all namespaces' },
