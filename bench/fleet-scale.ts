@@ -181,19 +181,39 @@ async function createHosts(clients: KubeClients, count: number, progress: { done
 }
 
 /** Resolves with the time (performance.now) each Provisioning first had JobLaunched=True. */
-function watchLaunches(kubeConfig: KubeConfig, onLaunched: (name: string) => void): Promise<AbortController> {
-  return new Watch(kubeConfig).watch(
-    `/apis/bpa.akraino.org/v1alpha1/namespaces/${namespace}/provisionings`,
-    {},
-    (
-      _phase,
-      object: { metadata: { name: string }; status?: { conditions?: { type: string; status: string }[] } },
-    ) => {
-      if (object.status?.conditions?.some((c) => c.type === 'JobLaunched' && c.status === 'True'))
-        onLaunched(object.metadata.name);
+/**
+ * Calls `onLaunched` for each Provisioning with JobLaunched=True. The watch is opened again
+ * whenever it ends (the API server closes watches; a loaded one drops them): a new watch starts
+ * with every existing object, and a name seen twice is the caller's to ignore.
+ */
+async function watchLaunches(
+  kubeConfig: KubeConfig,
+  onLaunched: (name: string) => void,
+): Promise<{ abort(): void }> {
+  let stopped = false;
+  let current: AbortController | undefined;
+  const open = async (): Promise<void> => {
+    if (stopped) return;
+    current = await new Watch(kubeConfig).watch(
+      `/apis/bpa.akraino.org/v1alpha1/namespaces/${namespace}/provisionings`,
+      {},
+      (
+        _phase,
+        object: { metadata: { name: string }; status?: { conditions?: { type: string; status: string }[] } },
+      ) => {
+        if (object.status?.conditions?.some((c) => c.type === 'JobLaunched' && c.status === 'True'))
+          onLaunched(object.metadata.name);
+      },
+      () => void setTimeout(() => void open(), 500),
+    );
+  };
+  await open();
+  return {
+    abort: () => {
+      stopped = true;
+      current?.abort();
     },
-    () => undefined,
-  );
+  };
 }
 
 interface Counters {
@@ -247,7 +267,7 @@ async function runAt(hosts: number, log: (line: string) => void): Promise<RunRes
   const controlPlane = await startControlPlane({ crds: projectCrds(env).inputs, handleSignals: false });
   let child: ChildProcess | undefined;
   let stopStack: (() => Promise<void>) | undefined;
-  let watch: AbortController | undefined;
+  let watch: { abort(): void } | undefined;
   const launchedAt = new Map<string, number>();
   try {
     const clients = kubeClients(controlPlane.kubeConfig);
