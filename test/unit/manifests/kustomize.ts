@@ -171,7 +171,13 @@ export function kustomizeDocOverlays(options: OverlayOptions): string {
         ...o,
         metadata: { ...o.metadata, namespace: ns },
         ...(o.subjects
-          ? { subjects: o.subjects.map((s) => ({ ...s, namespace: installNamespace })) }
+          ? {
+              subjects: o.subjects.map((s) => ({
+                ...s,
+                name: `${options.namePrefix ?? ''}${s.name}`,
+                namespace: installNamespace,
+              })),
+            }
           : {}),
       }));
       writeFileSync(join(dir, `vm-${ns}.yaml`), objects.map((o) => stringify(o)).join('---\n'));
