@@ -1,8 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
-import { kustomize, manifestsDir } from '../../unit/manifests/kustomize.js';
+import { kustomizeDocOverlays } from '../../unit/manifests/kustomize.js';
 
 export interface KubectlResult {
   code: number;
@@ -41,29 +38,19 @@ export async function mapLimited<T, R>(items: T[], limit: number, task: (item: T
 }
 
 /**
- * manifests/ rendered into another namespace (and, optionally, with a name prefix), through a
- * throw-away overlay: what a user's overlay would produce, and isolated from other test files.
+ * manifests/ rendered into another namespace (and, optionally, with a name prefix), through the
+ * overlays docs/deploy.md shows: "Another namespace", then "Hosts and VM namespaces" with
+ * BMH_NAMESPACE set to that namespace too (the shipped `metal3` does not exist in a test run) and
+ * the given VM namespaces (default none, as shipped). Isolated from other test files.
  */
-export function kustomizeInto(namespace: string, options: { namePrefix?: string; components?: string[] } = {}) {
-  const overlay = mkdtempSync(join(tmpdir(), 'bpa-overlay-'));
-  try {
-    const rel = relative(overlay, manifestsDir);
-    writeFileSync(
-      join(overlay, 'kustomization.yaml'),
-      [
-        'apiVersion: kustomize.config.k8s.io/v1beta1',
-        'kind: Kustomization',
-        `namespace: ${namespace}`,
-        ...(options.namePrefix ? [`namePrefix: ${options.namePrefix}`] : []),
-        `resources: [${rel}]`,
-        ...(options.components
-          ? [`components: [${options.components.map((c) => `${rel}/components/${c}`).join(', ')}]`]
-          : []),
-        '',
-      ].join('\n'),
-    );
-    return kustomize(overlay);
-  } finally {
-    rmSync(overlay, { recursive: true, force: true });
-  }
+export function kustomizeInto(
+  namespace: string,
+  options: { namePrefix?: string; components?: string[]; vmNamespaces?: string[] } = {},
+) {
+  return kustomizeDocOverlays({
+    namespace,
+    ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
+    ...(options.components ? { components: options.components } : {}),
+    hosts: { bmhNamespace: namespace, vmNamespaces: options.vmNamespaces ?? [] },
+  });
 }

@@ -1,22 +1,39 @@
 import { stringify } from 'yaml';
 import { parseObjects } from '../../unit/manifests/kustomize.js';
-import { rbacTable } from '../../unit/manifests/rbac-table.js';
+import { grantsIn, rbacTable } from '../../unit/manifests/rbac-table.js';
 import { kubectl, kustomizeInto } from './kubectl.js';
 
 const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 
-/** How many objects applyRbac applies: 3 per account, 2 more for install-namespace grants. */
-export const rbacObjectCount = () =>
-  Object.values(rbacTable).reduce((count, a) => count + 3 + ((a.installNamespaceGrants ?? []).length > 0 ? 2 : 0), 0);
+/**
+ * How many objects applyRbac applies: 3 per account, 2 more (Role, RoleBinding) for
+ * install-namespace grants, for BMH_NAMESPACE grants, and per VM namespace for VM_NAMESPACES grants.
+ */
+export const rbacObjectCount = (vmNamespaces: string[] = []) =>
+  Object.values(rbacTable).reduce(
+    (count, a) =>
+      count +
+      3 +
+      ((a.installNamespaceGrants ?? []).length > 0 ? 2 : 0) +
+      (grantsIn(a, 'BMH_NAMESPACE').length > 0 ? 2 : 0) +
+      (grantsIn(a, 'VM_NAMESPACES').length > 0 ? 2 * vmNamespaces.length : 0),
+    0,
+  );
 
 /**
  * Applies the rendered ServiceAccounts, ClusterRoles and ClusterRoleBindings (and the Roles of the
- * install namespace, which is `namespace` here) for real, rendered
- * into `namespace` with `prefix` on every name, so the cluster-scoped roles of one test file
- * collide with nothing else in the run. Returns how many objects were applied.
+ * install namespace and of BMH_NAMESPACE, both `namespace` here, and of the VM namespaces the
+ * docs' overlay adds, none as shipped) for real, rendered into `namespace` with `prefix` on every
+ * name, so the cluster-scoped roles of one test file collide with nothing else in the run.
+ * Returns how many objects were applied.
  */
-export async function applyRbac(kubeconfigPath: string, namespace: string, prefix: string): Promise<number> {
-  const objects = parseObjects(kustomizeInto(namespace, { namePrefix: prefix })).filter((o) =>
+export async function applyRbac(
+  kubeconfigPath: string,
+  namespace: string,
+  prefix: string,
+  vmNamespaces: string[] = [],
+): Promise<number> {
+  const objects = parseObjects(kustomizeInto(namespace, { namePrefix: prefix, vmNamespaces })).filter((o) =>
     rbacKinds.includes(o.kind),
   );
   const result = await kubectl(kubeconfigPath, ['apply', '-f', '-'], objects.map((o) => stringify(o)).join('---\n'));

@@ -3,6 +3,7 @@ import { useTestCluster } from '../../support/cluster.js';
 import {
   forbiddenSamplesFor,
   grantsAsRules,
+  grantsIn,
   permissionKey,
   permissionsOf,
   rbacTable,
@@ -14,7 +15,8 @@ import { applyRbac, deleteRbac, rbacObjectCount } from './rbac-install.js';
 // The RBAC objects applied for real, then the API server asked, as each ServiceAccount, about
 // every permission of the table (yes), a sample of others (no), and for its whole rule list
 // (exactly the table). Rendered into this file's namespace with a name prefix so the
-// cluster-scoped roles do not collide with anything else in the run.
+// cluster-scoped roles do not collide with anything else in the run; BMH_NAMESPACE is this
+// namespace too (docs/deploy.md's overlay), VM_NAMESPACES empty as shipped.
 const cluster = useTestCluster({ namespacePrefix: 'manifests-rbac' });
 let prefix = '';
 const userOf = (serviceAccount: string) => `system:serviceaccount:${cluster.namespace}:${prefix}${serviceAccount}`;
@@ -111,6 +113,46 @@ describe.each(Object.entries(rbacTable))('%s', (_, account) => {
     const installRules = (await rulesOf(account.serviceAccount, cluster.namespace)).filter(
       (r) => !r.apiGroups.every((g) => selfReviews.includes(g)),
     );
-    expect(keys(permissionsOf(installRules))).toEqual(keys([...granted, ...inInstallNamespace]));
+    // The install namespace is BMH_NAMESPACE here too.
+    const inBmhNamespace = permissionsOf(grantsAsRules(grantsIn(account, 'BMH_NAMESPACE')));
+    expect(keys(permissionsOf(installRules))).toEqual(keys([...granted, ...inInstallNamespace, ...inBmhNamespace]));
   });
+
+  const bmhOnly = permissionsOf(grantsAsRules(grantsIn(account, 'BMH_NAMESPACE')));
+  const vmOnly = permissionsOf(grantsAsRules(grantsIn(account, 'VM_NAMESPACES')));
+
+  it('may do the BMH_NAMESPACE calls there, and in no other namespace', async () => {
+    const here = await mapLimited(bmhOnly, 4, async (p) => [
+      permissionKey(p),
+      await canI(account.serviceAccount, p, cluster.namespace),
+    ]);
+    expect(here).toEqual(bmhOnly.map((p) => [permissionKey(p), true]));
+    const elsewhere = await mapLimited(bmhOnly, 4, async (p) => [
+      permissionKey(p),
+      (await canI(account.serviceAccount, p, 'some-user-namespace')) || (await canI(account.serviceAccount, p)),
+    ]);
+    expect(elsewhere).toEqual(bmhOnly.map((p) => [permissionKey(p), false]));
+  });
+
+  it('may do none of the VM_NAMESPACES calls anywhere (shipped: no VM namespace)', async () => {
+    const anywhere = await mapLimited(vmOnly, 4, async (p) => [
+      permissionKey(p),
+      (await canI(account.serviceAccount, p)) ||
+        (await canI(account.serviceAccount, p, cluster.namespace)) ||
+        (await canI(account.serviceAccount, p, 'some-user-namespace')),
+    ]);
+    expect(anywhere).toEqual(vmOnly.map((p) => [permissionKey(p), false]));
+  });
+});
+
+it('the table has BareMetalHost and VM pod grants for host-lookup (the checks above are not empty)', () => {
+  const keys = (setting: 'BMH_NAMESPACE' | 'VM_NAMESPACES') =>
+    permissionsOf(grantsAsRules(grantsIn(rbacTable['host-lookup'], setting))).map(permissionKey).sort();
+  expect(keys('BMH_NAMESPACE')).toEqual([
+    'get metal3.io/baremetalhosts',
+    'list metal3.io/baremetalhosts',
+    'patch metal3.io/baremetalhosts',
+    'watch metal3.io/baremetalhosts',
+  ]);
+  expect(keys('VM_NAMESPACES')).toEqual(['list core/pods']);
 });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -93,4 +93,97 @@ export function ofKind(objects: KubeObject[], kind: string, group?: string): Kub
   return objects.filter(
     (o) => o.kind === kind && (group === undefined || o.apiVersion.startsWith(`${group}/`)),
   );
+}
+
+/**
+ * The files of an overlay docs/deploy.md shows (between `<!-- overlay:<name>:start -->` and
+ * `:end -->`): each ```yaml block whose first line is `# <dir>/<file>`, by file name.
+ */
+export function docOverlay(name: string): Map<string, string> {
+  const doc = readFileSync(join(repoRoot, 'docs', 'deploy.md'), 'utf8');
+  const section = new RegExp(`<!-- overlay:${name}:start -->([\\s\\S]*?)<!-- overlay:${name}:end -->`).exec(doc)?.[1];
+  if (!section) throw new Error(`docs/deploy.md has no overlay ${name}`);
+  const files = new Map<string, string>();
+  for (const [, file = '', body = ''] of section.matchAll(/```yaml\n# [^/\n]+\/(\S+)\n([\s\S]*?)```/g)) files.set(file, body);
+  return files;
+}
+
+export interface OverlayOptions {
+  /** The install namespace (docs' "Another namespace" overlay); absent: the shipped bpa-system. */
+  namespace?: string;
+  namePrefix?: string;
+  components?: string[];
+  /** The docs' "Hosts and VM namespaces" overlay on top, with these values; absent: not used. */
+  hosts?: { bmhNamespace: string; vmNamespaces: readonly string[] };
+}
+
+/**
+ * manifests/ rendered through the overlays docs/deploy.md shows, as written there but for the
+ * path of manifests/, the namespaces, and (for test isolation) a name prefix: what an operator's
+ * overlays produce.
+ */
+export function kustomizeDocOverlays(options: OverlayOptions): string {
+  const root = mkdtempSync(join(tmpdir(), 'bpa-overlays-'));
+  try {
+    let base = manifestsDir;
+    if (options.namespace !== undefined || options.namePrefix || options.components) {
+      const dir = join(root, 'my-overlay');
+      mkdirSync(dir);
+      const kustomization = parse(docOverlay('namespace').get('kustomization.yaml') ?? '') as Record<string, unknown>;
+      const rel = relative(dir, manifestsDir);
+      kustomization.resources = [rel];
+      if (options.namespace !== undefined) kustomization.namespace = options.namespace;
+      else delete kustomization.namespace;
+      if (options.namePrefix) kustomization.namePrefix = options.namePrefix;
+      if (options.components) kustomization.components = options.components.map((c) => `${rel}/components/${c}`);
+      writeFileSync(join(dir, 'kustomization.yaml'), stringify(kustomization));
+      base = dir;
+    }
+    if (!options.hosts) return kustomize(base);
+    const { bmhNamespace, vmNamespaces } = options.hosts;
+    const installNamespace = options.namespace ?? 'bpa-system';
+    const dir = join(root, 'hosts-overlay');
+    mkdirSync(dir);
+    const files = docOverlay('hosts');
+    const kustomization = parse(files.get('kustomization.yaml') ?? '') as {
+      resources: string[];
+      patches: { patch: string }[];
+    };
+    const vmFile = kustomization.resources[1] ?? '';
+    const vmObjects = parseAllDocuments(files.get(vmFile) ?? '').map(
+      (d) => d.toJS() as { metadata: Record<string, unknown>; subjects?: Record<string, string>[] },
+    );
+    kustomization.resources = [relative(dir, base), ...vmNamespaces.map((ns) => `vm-${ns}.yaml`)];
+    const [configPatch] = kustomization.patches;
+    if (!configPatch) throw new Error('the hosts overlay of docs/deploy.md has no bpa-config patch');
+    const values: Record<string, string> = {
+      '/data/BMH_NAMESPACE': bmhNamespace,
+      '/data/VM_NAMESPACES': vmNamespaces.join(','),
+    };
+    const ops = (parse(configPatch.patch) as { op: string; path: string; value: string }[]).map((op) => ({
+      ...op,
+      value: values[op.path] ?? op.value,
+    }));
+    configPatch.patch = stringify(ops);
+    writeFileSync(join(dir, 'kustomization.yaml'), stringify(kustomization));
+    for (const ns of vmNamespaces) {
+      const objects = vmObjects.map((o) => ({
+        ...o,
+        metadata: { ...o.metadata, namespace: ns },
+        ...(o.subjects
+          ? {
+              subjects: o.subjects.map((s) => ({
+                ...s,
+                name: `${options.namePrefix ?? ''}${s.name}`,
+                namespace: installNamespace,
+              })),
+            }
+          : {}),
+      }));
+      writeFileSync(join(dir, `vm-${ns}.yaml`), objects.map((o) => stringify(o)).join('---\n'));
+    }
+    return kustomize(dir);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 }

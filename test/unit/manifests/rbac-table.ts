@@ -29,6 +29,26 @@ export interface Grant {
   delegated?: true;
 }
 
+/**
+ * The namespaces a setting names, where a grant holds (a Role there, never the ClusterRole):
+ * BMH_NAMESPACE (shipped: a Role in `metal3`, moved by manifests/kustomization.yaml's
+ * replacements) and VM_NAMESPACES (shipped empty: no Role at all; the operator adds one per VM
+ * namespace, docs/deploy.md "Hosts and VM namespaces").
+ */
+export type SettingNamespace = 'BMH_NAMESPACE' | 'VM_NAMESPACES';
+
+export interface NamespacedGrant extends Grant {
+  /** The setting that names the namespace(s) this grant applies in. */
+  namespace: SettingNamespace;
+}
+
+/** The namespaces of the shipped install (manifests/config/bpa-config.yaml). */
+export const shippedNamespaces: Record<SettingNamespace, string[]> = { BMH_NAMESPACE: ['metal3'], VM_NAMESPACES: [] };
+
+/** The Role (and RoleBinding) name of an account's grants in a setting's namespaces. */
+export const settingRoleName = (account: Account, setting: SettingNamespace) =>
+  `${account.clusterRole}-${setting === 'BMH_NAMESPACE' ? 'hosts' : 'vms'}`;
+
 export interface Account {
   /** ServiceAccount name in the install namespace. */
   serviceAccount: string;
@@ -40,13 +60,20 @@ export interface Account {
    * the ClusterRole's name there, never cluster-wide (the cluster-name claims, `kud-installer`).
    */
   installNamespaceGrants?: Grant[];
+  /** Grants held only in the namespaces a setting names (BMH_NAMESPACE, VM_NAMESPACES). */
+  namespacedGrants?: NamespacedGrant[];
 }
 
-/** Every grant of an account, cluster-wide and in the install namespace. */
-export const allGrantsOf = (account: Account | undefined) => [
+/** Every grant of an account: cluster-wide, in the install namespace, in configured namespaces. */
+export const allGrantsOf = (account: Account | undefined): Grant[] => [
   ...(account?.grants ?? []),
   ...(account?.installNamespaceGrants ?? []),
+  ...(account?.namespacedGrants ?? []),
 ];
+
+/** An account's grants in the namespaces of one setting. */
+export const grantsIn = (account: Account | undefined, setting: SettingNamespace): Grant[] =>
+  (account?.namespacedGrants ?? []).filter((g) => g.namespace === setting);
 
 const bpa = 'bpa.akraino.org';
 // shared/k8s/events.ts: core/v1 Events only; create, then a JSON patch of count/lastTimestamp
@@ -79,20 +106,7 @@ export const rbacTable: Record<string, Account> = {
         verbs: ['patch'],
         why: 'adds the bpa.akraino.org/cleanup finalizer (JSON patch of metadata.finalizers only)',
       },
-      {
-        group: 'metal3.io',
-        resource: 'baremetalhosts',
-        verbs: ['list', 'watch'],
-        why: 'the MAC index kept while warm: a paged list, then a watch, in BMH_NAMESPACE (default metal3; all namespaces only when set empty on purpose); a list again for an unknown MAC or a changed host',
-      },
-      {
-        group: 'metal3.io',
-        resource: 'baremetalhosts',
-        verbs: ['get', 'patch'],
-        why: 'spec.image of a Provisioning: each resolved host read, then spec.image and the bpa.akraino.org/image annotation merge-patched (with the read resourceVersion) where unset or ours'
-      },
       { group: bpa, resource: 'images', verbs: ['get'], why: 'spec.image of a Provisioning: the Image it names, in its namespace (must be Ready)' },
-      { group: '', resource: 'pods', verbs: ['list'], why: 'virtlet-vm clusters only: running VM pods in the VM_NAMESPACES (none by default), never all namespaces' },
       {
         group: '',
         resource: 'configmaps',
@@ -108,6 +122,29 @@ export const rbacTable: Record<string, Account> = {
         verbs: ['get', 'create', 'delete'],
         why: '(install namespace only) the cluster-name claims cluster-<cluster>: read, create, delete an abandoned one',
       },
+    ],
+    namespacedGrants: [
+        {
+          group: 'metal3.io',
+          resource: 'baremetalhosts',
+          verbs: ['list', 'watch'],
+          namespace: 'BMH_NAMESPACE',
+          why: 'the MAC index kept while warm: a paged list, then a watch, in BMH_NAMESPACE (shipped: metal3; all namespaces only when set empty on purpose, with a ClusterRole the operator adds); a list again for an unknown MAC or a changed host',
+        },
+          {
+          group: 'metal3.io',
+          resource: 'baremetalhosts',
+          verbs: ['get', 'patch'],
+          namespace: 'BMH_NAMESPACE',
+          why: 'spec.image of a Provisioning: each resolved host read, then spec.image and the bpa.akraino.org/image annotation merge-patched (with the read resourceVersion) where unset or ours',
+        },
+        {
+          group: '',
+          resource: 'pods',
+          verbs: ['list'],
+          namespace: 'VM_NAMESPACES',
+          why: 'virtlet-vm clusters only: running VM pods, in each of the VM_NAMESPACES (shipped: none, so no Role; the operator adds one per VM namespace), never all namespaces',
+        },
     ],
   },
   'inventory-render': {

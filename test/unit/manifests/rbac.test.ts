@@ -1,8 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { repoRoot } from './kustomize.js';
+import { kustomizeDocOverlays, repoRoot } from './kustomize.js';
 import { renderedManifests } from './manifest-set.js';
-import { allGrantsOf, forbiddenSamplesFor, permissionKey, permissionsOf, rbacTable, grantsAsRules } from './rbac-table.js';
+import {
+  allGrantsOf,
+  forbiddenSamplesFor,
+  grantsIn,
+  permissionKey,
+  permissionsOf,
+  rbacTable,
+  grantsAsRules,
+  settingRoleName,
+  shippedNamespaces,
+  type Account,
+  type SettingNamespace,
+} from './rbac-table.js';
 
 const manifests = renderedManifests();
 const keysOf = (rules: Parameters<typeof permissionsOf>[0]) => permissionsOf(rules).map(permissionKey).sort();
@@ -20,18 +32,86 @@ describe('RBAC', () => {
     }
   });
 
-  it('has a Role (and RoleBinding) in bpa-system exactly for the install-namespace grants', () => {
-    const namespaced = Object.values(rbacTable).filter((a) => (a.installNamespaceGrants ?? []).length > 0);
+  /** `<namespace>/<name>` of every Role the table expects, for the given setting namespaces. */
+  const expectedRoles = (install: string, namespaces: Record<SettingNamespace, string[]>) =>
+    Object.values(rbacTable).flatMap((a) => [
+      ...((a.installNamespaceGrants ?? []).length > 0 ? [`${install}/${a.clusterRole}`] : []),
+      ...(['BMH_NAMESPACE', 'VM_NAMESPACES'] as const).flatMap((setting) =>
+        grantsIn(a, setting).length > 0 ? namespaces[setting].map((ns) => `${ns}/${settingRoleName(a, setting)}`) : [],
+      ),
+    ]);
+  /** The rules of the Role `name` in `namespace`, and the subjects of its one RoleBinding there. */
+  const roleAndBinding = (rendered: ReturnType<typeof renderedManifests>, namespace: string, name: string) => ({
+    rules: keysOf(rendered.roles.find((r) => r.metadata.namespace === namespace && r.metadata.name === name)?.rules ?? []),
+    subjects: rendered.roleBindings
+      .filter((b) => b.metadata.namespace === namespace && b.roleRef.name === name)
+      .map((b) => b.subjects),
+  });
+  const expectedRoleAndBinding = (account: Account, grants: Parameters<typeof grantsAsRules>[0], install: string) => ({
+    rules: keysOf(grantsAsRules(grants)),
+    subjects: [[{ kind: 'ServiceAccount', name: account.serviceAccount, namespace: install }]],
+  });
+
+  it('has a Role (and RoleBinding) exactly for the install-namespace grants and the shipped BMH_NAMESPACE', () => {
+    // The shipped setting values are those of bpa-config (the table's namespaces are not a guess).
+    expect(shippedNamespaces).toEqual({
+      BMH_NAMESPACE: [manifests.bpaConfig.BMH_NAMESPACE],
+      VM_NAMESPACES: (manifests.bpaConfig.VM_NAMESPACES ?? '').split(',').filter(Boolean),
+    });
+    expect(shippedNamespaces).toEqual({ BMH_NAMESPACE: ['metal3'], VM_NAMESPACES: [] });
     expect(manifests.roles.map((r) => `${r.metadata.namespace}/${r.metadata.name}`).sort()).toEqual(
-      namespaced.map((a) => `bpa-system/${a.clusterRole}`).sort(),
+      expectedRoles('bpa-system', shippedNamespaces).sort(),
     );
-    for (const account of namespaced) {
-      const role = manifests.roles.find((r) => r.metadata.name === account.clusterRole);
-      expect(keysOf(role?.rules ?? [])).toEqual(keysOf(grantsAsRules(account.installNamespaceGrants ?? [])));
-      const bindings = manifests.roleBindings.filter((b) => b.roleRef.name === account.clusterRole);
-      expect(bindings.map((b) => [b.metadata.namespace, b.subjects])).toEqual([
-        ['bpa-system', [{ kind: 'ServiceAccount', name: account.serviceAccount, namespace: 'bpa-system' }]],
-      ]);
+    expect(manifests.roleBindings.map((r) => `${r.metadata.namespace}/${r.metadata.name}`).sort()).toEqual(
+      expectedRoles('bpa-system', shippedNamespaces).sort(),
+    );
+    for (const account of Object.values(rbacTable)) {
+      if ((account.installNamespaceGrants ?? []).length > 0)
+        expect(roleAndBinding(manifests, 'bpa-system', account.clusterRole)).toEqual(
+          expectedRoleAndBinding(account, account.installNamespaceGrants ?? [], 'bpa-system'),
+        );
+      if (grantsIn(account, 'BMH_NAMESPACE').length > 0)
+        expect(roleAndBinding(manifests, 'metal3', settingRoleName(account, 'BMH_NAMESPACE'))).toEqual(
+          expectedRoleAndBinding(account, grantsIn(account, 'BMH_NAMESPACE'), 'bpa-system'),
+        );
+    }
+  });
+
+  it('grants no pods to host-lookup in the shipped install (VM_NAMESPACES is empty)', () => {
+    const pods = [...manifests.clusterRoles, ...manifests.roles].filter(
+      (r) => r.metadata.name.startsWith('bpa-functions:host-lookup') && r.rules.some((rule) => rule.resources.includes('pods')),
+    );
+    expect(pods).toEqual([]);
+  });
+
+  it.each([
+    ['docs’ “Another namespace” overlay', { namespace: 'edge-bpa' }, 'edge-bpa', { BMH_NAMESPACE: ['metal3'], VM_NAMESPACES: [] }],
+    [
+      'docs’ “Hosts and VM namespaces” overlay',
+      { hosts: { bmhNamespace: 'hosts', vmNamespaces: ['edge-vms', 'lab-vms'] } },
+      'bpa-system',
+      { BMH_NAMESPACE: ['hosts'], VM_NAMESPACES: ['edge-vms', 'lab-vms'] },
+    ],
+    [
+      'both overlays',
+      { namespace: 'edge-bpa', hosts: { bmhNamespace: 'hosts', vmNamespaces: ['edge-vms'] } },
+      'edge-bpa',
+      { BMH_NAMESPACE: ['hosts'], VM_NAMESPACES: ['edge-vms'] },
+    ],
+  ] as const)('%s: each Role lands in its namespace, bound to the ServiceAccount of the install', (_, options, install, namespaces) => {
+    const rendered = renderedManifests(kustomizeDocOverlays(options));
+    expect(rendered.bpaConfig.BMH_NAMESPACE).toBe(namespaces.BMH_NAMESPACE[0]);
+    expect(rendered.bpaConfig.VM_NAMESPACES).toBe(namespaces.VM_NAMESPACES.join(','));
+    const expected = expectedRoles(install, { BMH_NAMESPACE: [...namespaces.BMH_NAMESPACE], VM_NAMESPACES: [...namespaces.VM_NAMESPACES] });
+    expect(rendered.roles.map((r) => `${r.metadata.namespace}/${r.metadata.name}`).sort()).toEqual(expected.sort());
+    for (const account of Object.values(rbacTable)) {
+      for (const setting of ['BMH_NAMESPACE', 'VM_NAMESPACES'] as const) {
+        if (grantsIn(account, setting).length === 0) continue;
+        for (const ns of namespaces[setting])
+          expect(roleAndBinding(rendered, ns, settingRoleName(account, setting))).toEqual(
+            expectedRoleAndBinding(account, grantsIn(account, setting), install),
+          );
+      }
     }
   });
 
@@ -79,8 +159,16 @@ describe('RBAC', () => {
   });
 });
 
+/** The docs table's *namespaces* cell of a grant. */
+const namespacesOf = (account: Account, grant: object) =>
+  'namespace' in grant && typeof grant.namespace === 'string'
+    ? grant.namespace
+    : (account.installNamespaceGrants ?? []).includes(grant as never)
+      ? 'install'
+      : 'all';
+
 describe('docs/deploy.md RBAC table', () => {
-  // Rows between the markers: | account | API group | resource | verbs | names | why |
+  // Rows between the markers: | account | API group | resource | verbs | names | namespaces | why |
   const doc = readFileSync(join(repoRoot, 'docs', 'deploy.md'), 'utf8');
   const section = /<!-- rbac-table:start -->([\s\S]*?)<!-- rbac-table:end -->/.exec(doc)?.[1] ?? '';
   const rows = section
@@ -112,13 +200,13 @@ describe('docs/deploy.md RBAC table', () => {
   });
 
   it('says why for every grant, as the table does', () => {
-    const documented = rows.map(([account, group, resource, , names, why]) => [
-      `${account} ${group === 'core' ? '' : group}/${resource} ${names}`,
+    const documented = rows.map(([account, group, resource, , names, namespaces, why]) => [
+      `${account} ${group === 'core' ? '' : group}/${resource} ${names} ${namespaces}`,
       why,
     ]);
     const expected = Object.values(rbacTable).flatMap((a) =>
       allGrantsOf(a).map((g) => [
-        `${a.serviceAccount} ${g.group}/${g.resource} ${g.resourceNames?.join(', ') ?? 'any'}`,
+        `${a.serviceAccount} ${g.group}/${g.resource} ${g.resourceNames?.join(', ') ?? 'any'} ${namespacesOf(a, g)}`,
         g.why,
       ]),
     );
