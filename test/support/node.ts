@@ -11,11 +11,24 @@ import { describe } from '@jest/globals';
 import {
   BatchV1Api,
   CoreV1Api,
+  KubernetesObjectApi,
+  type KubernetesObject,
   type KubeConfig,
   type V1Job,
   type V1JobCondition,
 } from '@kubernetes/client-node';
-import { waitFor } from '../../local/control-plane/index.js';
+import {
+  applyObject,
+  createNamespace,
+  freeLoopbackPort,
+  uniqueNamespaceName,
+  waitFor,
+} from '../../local/control-plane/index.js';
+import { applyLabBareMetalHosts } from '../../local/lab/bare-metal-hosts.js';
+import type { LabHost } from '../../local/lab/lab-definition.js';
+import { renderIscLeaseFile } from '../../local/lab/lease-file.js';
+import { startStack, type Stack } from '../../local/stack.js';
+import type { StackCluster } from '../../local/stack/cluster.js';
 import { defaultSshKeySecret, kudMultiClusterPath } from '../../shared/core/kud-job.js';
 import { testEnv } from './control-plane-env.js';
 
@@ -138,4 +151,50 @@ export async function waitForPodsGone(
       (await core.listNamespacedPod({ namespace, labelSelector })).items.length === 0 ? true : undefined,
     { what: `no pod left in ${namespace} matching ${labelSelector}`, timeoutMs, intervalMs: 250 },
   );
+}
+
+export interface NodeLabStackOptions {
+  cluster: StackCluster;
+  /** The lab hosts: in the lease file and as inspected BareMetalHosts of the new namespace. */
+  hosts: readonly LabHost[];
+  /** The key pair the real sshd hosts accept, as the KUD Job's `ssh-key-secret`. */
+  sshKey: { privateKey: string; publicKey: string };
+  /** A temporary directory of the test (the lease file and the stack's log go there). */
+  dir: string;
+  namespacePrefix: string;
+  /** More function env (deadlines, images); the lab's lease file and namespace are set here. */
+  functionsEnv?: Record<string, string>;
+}
+
+/**
+ * A node suite's lab on its own cluster: a namespace with the hosts' BareMetalHosts and the SSH
+ * key Secret, a DHCP lease file naming them, and the embedded stack's functions reading both.
+ */
+export async function startNodeLabStack(
+  options: NodeLabStackOptions,
+): Promise<{ namespace: string; stack: Stack }> {
+  const { cluster, hosts, dir } = options;
+  const leases = join(dir, 'dhcpd.leases');
+  await writeFile(leases, renderIscLeaseFile([...hosts]));
+  const namespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName(options.namespacePrefix));
+  await applyLabBareMetalHosts(cluster.kubeConfig, [...hosts], namespace);
+  await applyObject(KubernetesObjectApi.makeApiClient(cluster.kubeConfig), {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: defaultSshKeySecret, namespace },
+    stringData: { id_rsa: options.sshKey.privateKey, 'id_rsa.pub': options.sshKey.publicKey },
+  } as KubernetesObject);
+  const stack = await startStack({
+    kubeconfig: cluster.kubeconfigPath,
+    port: await freeLoopbackPort(),
+    log: () => undefined,
+    logFile: join(dir, 'stack.log'),
+    functionsEnv: {
+      LEASES_SOURCE: leases,
+      BMH_NAMESPACE: namespace,
+      SWEEP_NAMESPACES: namespace,
+      ...options.functionsEnv,
+    },
+  });
+  return { namespace, stack };
 }

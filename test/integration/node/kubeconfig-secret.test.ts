@@ -10,7 +10,7 @@
  * Nothing patches a Job's status here. Starts its own cluster (its own slot). Needs root.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -22,20 +22,13 @@ import {
   KubernetesObjectApi,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import {
-  applyObject,
-  createNamespace,
-  freeLoopbackPort,
-  uniqueNamespaceName,
-  waitFor,
-} from '../../../local/control-plane/index.js';
-import { applyLabBareMetalHosts } from '../../../local/lab/bare-metal-hosts.js';
+import { applyObject, waitFor } from '../../../local/control-plane/index.js';
 import type { LabHost } from '../../../local/lab/lab-definition.js';
 import { createLabNetwork, type LabNetwork } from '../../../local/lab/lab-network.js';
-import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
 import { startSshHosts, type SshHosts } from '../../../local/lab/openssh-hosts.js';
-import { startStack, type Stack } from '../../../local/stack.js';
+import type { Stack } from '../../../local/stack.js';
 import { startStackCluster, type StackCluster } from '../../../local/stack/cluster.js';
+import { startNodeLabStack } from '../../support/node.js';
 
 const run = promisify(execFile);
 
@@ -68,28 +61,14 @@ beforeAll(async () => {
     ip: a.ip,
     inLeaseFile: true,
   };
-  const leases = join(dir, 'dhcpd.leases');
-  await writeFile(leases, renderIscLeaseFile([master]));
-  namespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('kubeconfig-node'));
-  await applyLabBareMetalHosts(cluster.kubeConfig, [master], namespace);
-  await apply({
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: 'ssh-key-secret', namespace },
-    stringData: { id_rsa: sshd.privateKey, 'id_rsa.pub': sshd.publicKey },
-  } as KubernetesObject);
-  stack = await startStack({
-    kubeconfig: cluster.kubeconfigPath,
-    port: await freeLoopbackPort(),
-    log: () => undefined,
-    logFile: join(dir, 'stack.log'),
-    functionsEnv: {
-      LEASES_SOURCE: leases,
-      BMH_NAMESPACE: namespace,
-      SWEEP_NAMESPACES: namespace,
-      KUD_ACTIVE_DEADLINE_SECONDS: '120',
-    },
-  });
+  ({ namespace, stack } = await startNodeLabStack({
+    cluster,
+    hosts: [master],
+    sshKey: sshd,
+    dir,
+    namespacePrefix: 'kubeconfig-node',
+    functionsEnv: { KUD_ACTIVE_DEADLINE_SECONDS: '120' },
+  }));
 }, 300_000);
 
 afterAll(async () => {

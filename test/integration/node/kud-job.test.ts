@@ -9,7 +9,7 @@
  * Starts its own cluster (its own slot), so it never disturbs the shared suites. Needs root.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,21 +22,13 @@ import {
   type KubernetesObject,
   type V1Job,
 } from '@kubernetes/client-node';
-import {
-  applyObject,
-  createNamespace,
-  freeLoopbackPort,
-  isStatus,
-  uniqueNamespaceName,
-  waitFor,
-} from '../../../local/control-plane/index.js';
-import { applyLabBareMetalHosts } from '../../../local/lab/bare-metal-hosts.js';
+import { applyObject, isStatus, waitFor } from '../../../local/control-plane/index.js';
 import type { LabHost } from '../../../local/lab/lab-definition.js';
 import { createLabNetwork, type LabNetwork } from '../../../local/lab/lab-network.js';
-import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
 import { startSshHosts, type SshHosts } from '../../../local/lab/openssh-hosts.js';
-import { startStack, type Stack } from '../../../local/stack.js';
+import type { Stack } from '../../../local/stack.js';
 import { startStackCluster, type StackCluster } from '../../../local/stack/cluster.js';
+import { startNodeLabStack } from '../../support/node.js';
 
 const run = promisify(execFile);
 /** Long enough for the stand-in's Ansible run on a busy machine, short enough to wait for. */
@@ -90,33 +82,20 @@ beforeAll(async () => {
     silent: host('silent-1', '52:54:00:4b:00:03', c.ip, 'master'),
     nowhere: host('nowhere-1', '52:54:00:4b:00:04', `${prefix}.250`, 'worker'),
   };
-  const leases = join(dir, 'dhcpd.leases');
-  await writeFile(leases, renderIscLeaseFile(Object.values(hosts)));
-  const kubeConfig = cluster.kubeConfig;
-  namespace = await createNamespace(kubeConfig, uniqueNamespaceName('kud-node'));
-  await applyLabBareMetalHosts(kubeConfig, Object.values(hosts), namespace);
-  await applyObject(KubernetesObjectApi.makeApiClient(kubeConfig), {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: 'ssh-key-secret', namespace },
-    stringData: { id_rsa: sshd.privateKey, 'id_rsa.pub': sshd.publicKey },
-  } as KubernetesObject);
-  stack = await startStack({
-    kubeconfig: cluster.kubeconfigPath,
-    port: await freeLoopbackPort(),
-    log: () => undefined,
-    logFile: join(dir, 'stack.log'),
+  ({ namespace, stack } = await startNodeLabStack({
+    cluster,
+    hosts: Object.values(hosts),
+    sshKey: sshd,
+    dir,
+    namespacePrefix: 'kud-node',
     functionsEnv: {
-      LEASES_SOURCE: leases,
-      BMH_NAMESPACE: namespace,
-      SWEEP_NAMESPACES: namespace,
       KUD_ACTIVE_DEADLINE_SECONDS: String(deadlineSeconds),
       // Deletion (bpa.akraino.org/cleanup): the cleanup Job's `rm` runs on the node in the test
       // shell; a cleanup that cannot run gives up well within the deletion test's wait.
       CLEANUP_IMAGE: 'bpa.local/test/shell:1',
       CLEANUP_TIMEOUT_SECONDS: '90',
     },
-  });
+  }));
 }, 300_000);
 
 afterAll(async () => {
