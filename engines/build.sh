@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Ensures the Go-built engines of the one-machine cluster exist and prints the directory holding
-# them. Usage: engines/build.sh [control-plane|s3]
+# them. Usage: engines/build.sh [control-plane|s3|knative|knative-serving]
 #
 # control-plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler.
 # s3: versitygw, the S3 server of the image service's tests and `bpa dev` (override:
 #   TEST_ASSET_VERSITYGW; cache ${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/versitygw-<version>/).
+# knative: Knative Eventing's binaries (controller, webhook, mtchannel_broker, ingress, filter,
+#   channel_controller, channel_dispatcher, apiserver_receive_adapter, mtping, jobsink, requestreply,
+#   event_display), one go build (override: KNATIVE_EVENTING_ASSETS, a directory holding them all;
+#   cache .../bpa-functions/knative-eventing-<version>/). docs/knative.md.
+# knative-serving: Knative Serving's admission webhook, `webhook` (override: KNATIVE_SERVING_ASSETS;
+#   cache .../bpa-functions/knative-serving-<version>/).
 # For each binary, in order of preference:
 #   1. KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd, as envtest uses; it may hold
 #      kube-controller-manager and kube-scheduler too)
@@ -20,14 +26,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/versions.env"
 set_name=${1:-control-plane}
 case "$set_name" in
-  control-plane | s3) ;;
-  *) echo "usage: engines/build.sh [control-plane|s3]" >&2; exit 2 ;;
+  control-plane | s3 | knative | knative-serving) ;;
+  *) echo "usage: engines/build.sh [control-plane|s3|knative|knative-serving]" >&2; exit 2 ;;
 esac
 
 log() { printf '[engines] %s\n' "$*" >&2; }
 
+root="${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions"
 if [ "$set_name" = s3 ]; then
-  cache="${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/versitygw-${VERSITYGW_VERSION}"
+  cache="$root/versitygw-${VERSITYGW_VERSION}"
+elif [ "$set_name" = knative ]; then
+  cache="$root/knative-eventing-${KNATIVE_EVENTING_VERSION}"
+elif [ "$set_name" = knative-serving ]; then
+  cache="$root/knative-serving-${KNATIVE_SERVING_VERSION}"
 else
   cache="${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/k8s/kube-apiserver-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
 fi
@@ -105,10 +116,50 @@ build_go() {
   # A single package is written to its own name (go would name etcd's main package "server").
   local target="$out/"
   [ "$names" = "${names%% *}" ] && target="$out/$names"
-  (cd "$here/$module_dir" && timed "$label" "$names" go build -trimpath -o "$target" "$@")
+  # A line a minute, so a cold build (10-20 minutes) is visibly alive.
+  local started=$SECONDS
+  (while sleep 60; do log "$label: still building ($((SECONDS - started)) s)"; done) &
+  local heartbeat=$!
+  (cd "$here/$module_dir" && timed "$label" "$names" go build -trimpath -o "$target" "$@") ||
+    { kill "$heartbeat" 2>/dev/null; exit 1; }
+  kill "$heartbeat" 2>/dev/null || true
   for name in $names; do mv "$out/$name" "$cache/$name"; done
   rm -rf "$out"
 }
+
+# A set of main packages of one wrapper module, built together into the cache unless the override
+# directory (first argument) holds them all. Prints the directory.
+knative_set() {
+  local override=$1 module_dir=$2 label=$3 prefix=$4; shift 4
+  local cmds=("$@") names=() missing=() pkgs=() cmd name
+  for cmd in "${cmds[@]}"; do names+=("${cmd##*/}"); done
+  if [ -n "${!override:-}" ]; then
+    for name in "${names[@]}"; do
+      [ -x "${!override}/$name" ] || { log "$override=${!override} has no executable $name"; exit 1; }
+    done
+    log "$label: using $override=${!override}"
+    echo "${!override}"
+    exit 0
+  fi
+  for cmd in "${cmds[@]}"; do
+    [ -x "$cache/${cmd##*/}" ] || { missing+=("${cmd##*/}"); pkgs+=("$prefix/$cmd"); }
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    build_go "$module_dir" "$label" "${missing[*]}" -ldflags "-s -w" "${pkgs[@]}"
+  fi
+  log "$label: ${names[*]} in $cache"
+  echo "$cache"
+  exit 0
+}
+if [ "$set_name" = knative ]; then
+  knative_set KNATIVE_EVENTING_ASSETS knative-eventing knative-eventing knative.dev/eventing/cmd \
+    apiserver_receive_adapter broker/filter broker/ingress controller event_display \
+    in_memory/channel_controller in_memory/channel_dispatcher jobsink mtchannel_broker mtping \
+    requestreply webhook
+fi
+if [ "$set_name" = knative-serving ]; then
+  knative_set KNATIVE_SERVING_ASSETS knative-serving knative-serving knative.dev/serving/cmd webhook
+fi
 
 if [ "$set_name" = s3 ]; then
   src=$(provided versitygw)

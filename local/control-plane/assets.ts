@@ -22,15 +22,17 @@ export interface ControlPlaneVersions {
   etcd: string;
 }
 
+/** One pinned version from engines/versions.env (`KEY=value`). */
+export function pinnedVersion(key: string, root = repoRoot()): string {
+  const text = readFileSync(join(root, 'engines', 'versions.env'), 'utf8');
+  const match = new RegExp(`^${key}=(\\S+)`, 'm').exec(text);
+  if (!match?.[1]) throw new Error(`engines/versions.env has no ${key}`);
+  return match[1];
+}
+
 /** The pinned versions from engines/versions.env. */
 export function controlPlaneVersions(root = repoRoot()): ControlPlaneVersions {
-  const text = readFileSync(join(root, 'engines', 'versions.env'), 'utf8');
-  const value = (key: string) => {
-    const match = new RegExp(`^${key}=(\\S+)`, 'm').exec(text);
-    if (!match?.[1]) throw new Error(`versions.env has no ${key}`);
-    return match[1];
-  };
-  return { kubernetes: value('KUBERNETES_VERSION'), etcd: value('ETCD_VERSION') };
+  return { kubernetes: pinnedVersion('KUBERNETES_VERSION', root), etcd: pinnedVersion('ETCD_VERSION', root) };
 }
 
 /** The per-version cache directory build.sh builds into (keep in step with build.sh). */

@@ -4,6 +4,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { invalid } from '../../shared/errors.js';
 import { repoRoot } from '../control-plane/repo-root.js';
+import { knativeBinaryDir } from '../knative/binaries.js';
 
 /** One image's stand-in: what the node runs instead of pulling and unpacking it. */
 export const imageEntrySchema = z.strictObject({
@@ -28,11 +29,17 @@ export type ImageMap = ReadonlyMap<string, ImageEntry>;
 /** The node's own map file, in the repository. */
 export const defaultImageMapFile = () => join(repoRoot(), 'local', 'node', 'images.yaml');
 
-const placeholders = () => ({ REPO_ROOT: repoRoot(), NODE: process.execPath });
+const placeholders = () => ({
+  REPO_ROOT: repoRoot(),
+  NODE: process.execPath,
+  // The directories engines/build.sh builds Knative into (or their overrides).
+  KNATIVE_EVENTING: knativeBinaryDir('knative'),
+  KNATIVE_SERVING: knativeBinaryDir('knative-serving'),
+});
 
 function substitute(text: string): string {
   const values: Record<string, string> = placeholders();
-  return text.replace(/\$\{(REPO_ROOT|NODE)\}/g, (_, name: string) => values[name] ?? '');
+  return text.replace(/\$\{(REPO_ROOT|NODE|KNATIVE_EVENTING|KNATIVE_SERVING)\}/g, (_, name: string) => values[name] ?? '');
 }
 
 /** Reads and validates map files; a bad file is a clear error naming the file and the field. */

@@ -7,13 +7,12 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { BpaError } from '../../shared/errors.js';
 import { freeLoopbackPort } from '../control-plane/free-port.js';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.js';
+import { pinnedVersion } from '../control-plane/assets.js';
 import { repoRoot } from '../control-plane/repo-root.js';
 
 /** versitygw's pinned version (engines/versions.env). */
 export function versitygwVersion(root = repoRoot()): string {
-  const match = /^VERSITYGW_VERSION=(\S+)/m.exec(readFileSync(join(root, 'engines', 'versions.env'), 'utf8'));
-  if (!match?.[1]) throw new Error('engines/versions.env has no VERSITYGW_VERSION');
-  return match[1];
+  return pinnedVersion('VERSITYGW_VERSION', root);
 }
 
 const isExecutable = (path: string) => {
