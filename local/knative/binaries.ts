@@ -41,7 +41,11 @@ export function knativeVersions(root = repoRoot()) {
  * (KNATIVE_EVENTING_ASSETS, KNATIVE_SERVING_ASSETS) or the per-version cache. Keep in step with
  * build.sh.
  */
-export function knativeBinaryDir(set: KnativeSet, env: NodeJS.ProcessEnv = process.env, root = repoRoot()): string {
+export function knativeBinaryDir(
+  set: KnativeSet,
+  env: NodeJS.ProcessEnv = process.env,
+  root = repoRoot(),
+): string {
   const versions = knativeVersions(root);
   const override = set === 'knative' ? env.KNATIVE_EVENTING_ASSETS : env.KNATIVE_SERVING_ASSETS;
   if (override) return override;

@@ -9,16 +9,25 @@ import { repoRoot } from '../control-plane/repo-root.js';
 import { knativeVersions } from './binaries.js';
 
 /**
- * The parts of Knative Eventing's own config/ this project installs, as a Knative release does
- * (`ko resolve -R -f` over each): the core (CRDs, controller, webhook, sources, job sink), the
- * in-memory channel and the MT channel broker.
+ * The parts of Knative Eventing's module this project installs, as a Knative release does
+ * (`ko resolve -R -f` over each, hack/release.sh): the core (CRDs, controller, webhook, sources,
+ * job sink, with the integration image ConfigMaps the release adds from third_party/, which the
+ * controller's env reads), the in-memory channel and the MT channel broker.
  */
-export const eventingConfigDirs = ['core', 'channels/in-memory-channel', 'brokers/mt-channel-broker'] as const;
+export const eventingConfigDirs = [
+  'config/core',
+  'third_party/eventing-integrations-latest',
+  'config/channels/in-memory-channel',
+  'config/brokers/mt-channel-broker',
+] as const;
 
 const moduleDownloadSchema = z.looseObject({ Dir: z.string().min(1) });
 
 /** Where a Knative module's source is (downloaded through the Go module proxy when needed). */
-export function knativeModuleDir(module: 'knative.dev/eventing' | 'knative.dev/serving', version: string): string {
+export function knativeModuleDir(
+  module: 'knative.dev/eventing' | 'knative.dev/serving',
+  version: string,
+): string {
   const wrapper = module === 'knative.dev/eventing' ? 'knative-eventing' : 'knative-serving';
   try {
     const out = execFileSync('go', ['mod', 'download', '-json', `${module}@${version}`], {
@@ -50,6 +59,6 @@ function yamlFiles(dir: string): string[] {
 
 /** Knative Eventing's objects from its module's config/, unchanged (image references are `ko://` paths). */
 export function eventingConfigObjects(version = knativeVersions().eventing): KubernetesObject[] {
-  const config = join(knativeModuleDir('knative.dev/eventing', version), 'config');
-  return eventingConfigDirs.flatMap((dir) => yamlFiles(join(config, dir)).flatMap(readYamlObjects));
+  const module = knativeModuleDir('knative.dev/eventing', version);
+  return eventingConfigDirs.flatMap((dir) => yamlFiles(join(module, dir)).flatMap(readYamlObjects));
 }

@@ -39,7 +39,10 @@ const placeholders = () => ({
 
 function substitute(text: string): string {
   const values: Record<string, string> = placeholders();
-  return text.replace(/\$\{(REPO_ROOT|NODE|KNATIVE_EVENTING|KNATIVE_SERVING)\}/g, (_, name: string) => values[name] ?? '');
+  return text.replace(
+    /\$\{(REPO_ROOT|NODE|KNATIVE_EVENTING|KNATIVE_SERVING)\}/g,
+    (_, name: string) => values[name] ?? '',
+  );
 }
 
 /** Reads and validates map files; a bad file is a clear error naming the file and the field. */

@@ -17,6 +17,10 @@ export const testEnv = {
   nodeHostPaths: 'BPA_TEST_NODE_HOST_PATHS',
   /** Why the node does not run (one line): the run has the control plane alone. */
   noNode: 'BPA_TEST_NO_NODE',
+  /** Knative Eventing's version when the global setup installed it on the run's node. */
+  knative: 'BPA_TEST_KNATIVE',
+  /** Why Knative Eventing is not installed (one line). */
+  noKnative: 'BPA_TEST_NO_KNATIVE',
 } as const;
 
 /** What the teardown stops: the one-machine cluster, or the control plane alone. */

@@ -35,6 +35,32 @@ function resolveTsFromJsSpecifiers(): void {
 
 const sharedCrdFolders = { METAL3_CRDS_DIR: 'metal3-crds', KNATIVE_CRDS_DIR: 'knative-crds' } as const;
 
+/**
+ * Real Knative Eventing (built by engines/build.sh knative, installed from its module's config/)
+ * on the run's node, for the suites under test/integration/knative/. BPA_TEST_KNATIVE=0 leaves it
+ * out (those suites then skip, saying why); any other failure fails the run.
+ */
+async function installKnative(kubeconfigPath: string): Promise<void> {
+  const { testEnv } = await import('./control-plane-env.js');
+  if (process.env[testEnv.knative] === '0') {
+    process.env[testEnv.noKnative] = `${testEnv.knative}=0`;
+    delete process.env[testEnv.knative];
+    return;
+  }
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { ensureKnativeBinaries } = await import('../../local/knative/binaries.js');
+  const { installKnativeEventing } = await import('../../local/knative/install.js');
+  const say = (line: string) => process.stderr.write(`[knative] ${line}\n`);
+  await ensureKnativeBinaries('knative', { onProgress: say });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(kubeconfigPath);
+  const installed = await installKnativeEventing({ kubeConfig });
+  process.env[testEnv.knative] = installed.version;
+  say(
+    `Eventing ${installed.version} ready after ${installed.readyAfterMs} ms (${installed.workloads.length} workloads)`,
+  );
+}
+
 export default async function globalSetup(): Promise<void> {
   resolveTsFromJsSpecifiers();
   const { projectCrds, repoRoot, startControlPlane } = await import('../../local/control-plane/index.js');
@@ -68,11 +94,13 @@ export default async function globalSetup(): Promise<void> {
     process.env[testEnv.node] = cluster.node.name;
     process.env[testEnv.nodeHostPaths] = join(cluster.node.workDir, 'host-paths');
     process.stderr.write(`\n[cluster] node ${cluster.node.name}: pods in ${cluster.node.podCidr}\n`);
+    await installKnative(cluster.controlPlane.kubeconfigPath);
   } catch (error) {
     const { reason, message } = describeError(error);
     // Only a machine that cannot run the node falls back; any other failure is a failure.
     if (reason !== nodeUnavailableReason) throw error;
     process.env[testEnv.noNode] = message;
+    process.env[testEnv.noKnative] = `no node (${message})`;
     process.stderr.write(
       `\n[cluster] no node (${message}): the control plane alone, suites that need the node skip\n`,
     );
