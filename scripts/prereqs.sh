@@ -2,7 +2,8 @@
 # Everything `npm test` and `npm start` need beyond node_modules, installed idempotently:
 # Debian packages (OpenSSH server for the SSH tests and the lab, Ansible for the KUD stand-in, Chromium for the
 # live-view test), the Go-built control plane
-# (kube-apiserver + etcd, cached per version), the S3 server (versitygw, cached per version), the compiled TypeScript, and (for tests) typecheck + lint.
+# (kube-apiserver + etcd, cached per version), the S3 server (versitygw, cached per version), Knative
+# Eventing and Serving's webhook (for tests, cached per version), the compiled TypeScript, and (for tests) typecheck + lint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +41,12 @@ fi
 bash engines/build.sh >/dev/null
 # The S3 server (versitygw) of the image service's tests and `bpa dev`: minutes the first time, then cached.
 bash engines/build.sh s3 >/dev/null
+if [ "$purpose" = test ]; then
+  # Real Knative Eventing (and Serving's admission webhook) for the suites on the real engine
+  # (test/integration/knative) and `bpa dev --engine knative`: minutes the first time, then cached.
+  bash engines/build.sh knative >/dev/null
+  bash engines/build.sh knative-serving >/dev/null
+fi
 if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
   # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.
   bash scripts/debian-root.sh >/dev/null
