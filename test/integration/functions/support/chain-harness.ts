@@ -1,9 +1,10 @@
 /**
  * Runs the functions through their real HTTP servers (127.0.0.1, ephemeral ports) and plays
- * the broker's part in the simplest way: POST an event to every function whose Trigger
- * accepts it, then POST each reply on, until no reply is left. Also plays the ApiServerSource
- * (events built from live objects). Jobs are run by the real Job controller on the run's node
- * (test/support/node.ts); nothing here writes a Job's status.
+ * the broker's part in the simplest way: POST an event to every function whose Trigger in
+ * manifests/ accepts it (trigger-routes.ts: the Triggers' own filters, run by the embedded
+ * broker's filter code), then POST each reply on, until no reply is left. Also plays the
+ * ApiServerSource (events built from live objects). Jobs are run by the real Job controller on
+ * the run's node (test/support/node.ts); nothing here writes a Job's status.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +13,7 @@ import { CloudEvent } from 'cloudevents';
 import { parseHttpEvent } from '../../../../shared/cloudevents/message.js';
 import { postEvent } from '../../../../shared/cloudevents/sink-client.js';
 import type { Env } from '../../../../shared/config.js';
-import { EventTypes, SourceEventTypes } from '../../../../shared/events/types.js';
+import { SourceEventTypes } from '../../../../shared/events/types.js';
 import { silentLogger } from '../../../../shared/log.js';
 import {
   createNamespace,
@@ -24,6 +25,7 @@ import {
   type RunningFunctionServer,
 } from '../../../../shared/server/function-server.js';
 import type { FunctionDefinition } from '../../../../shared/server/types.js';
+import { routesFor } from './trigger-routes.js';
 
 export interface Delivery {
   target: string;
@@ -63,28 +65,8 @@ export class EventCollector {
   }
 }
 
-/** Which function a Trigger sends an event to (manifests/eventing/triggers-*.yaml). */
-export function routesFor(event: CloudEvent<unknown>): string[] {
-  const kind = (event as unknown as { kind?: string }).kind;
-  switch (event.type) {
-    case SourceEventTypes.resourceAdd:
-      return kind === 'Provisioning' ? ['host-lookup'] : kind === 'Software' ? ['software-install'] : [];
-    case SourceEventTypes.resourceUpdate:
-      if (kind === 'Provisioning') return ['host-lookup'];
-      if (kind === 'Job') return ['kud-job-launch'];
-      return kind === 'Software' ? ['software-install'] : [];
-    case SourceEventTypes.ping:
-      return ['host-lookup', 'kud-job-launch', 'software-install'];
-    case EventTypes.hostsResolved:
-      return ['inventory-render'];
-    case EventTypes.inventoryRendered:
-      return ['kud-job-launch'];
-    case EventTypes.clusterReady:
-      return ['software-install'];
-    default:
-      return [];
-  }
-}
+/** Which functions the Triggers of manifests/ send an event to (see trigger-routes.ts). */
+export { routesFor };
 
 export class ChainHarness {
   readonly servers = new Map<string, RunningFunctionServer>();
