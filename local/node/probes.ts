@@ -25,6 +25,16 @@ function resolvePort(port: number | string, container: V1Container): number {
   return named.containerPort;
 }
 
+/**
+ * The request target of an httpGet probe. The kubelet parses `path` as a URL and sets scheme and
+ * host on it, so a path without its leading slash still asks for `/<path>` (Knative's
+ * ApiServerSource adapter is probed at `health`): do the same, or the server sees `GET health`.
+ */
+export function probePath(path: string | undefined): string {
+  if (!path) return '/';
+  return path.startsWith('/') ? path : `/${path}`;
+}
+
 function httpProbe(
   probe: NonNullable<V1Probe['httpGet']>,
   target: ProbeTarget,
@@ -39,7 +49,7 @@ function httpProbe(
       {
         host: probe.host || target.podIP,
         port: resolvePort(probe.port as number | string, target.container),
-        path: probe.path ?? '/',
+        path: probePath(probe.path),
         method: 'GET',
         headers: { 'user-agent': 'kube-probe/1.36', ...headers },
         timeout: timeoutMs,

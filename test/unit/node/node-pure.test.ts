@@ -4,6 +4,8 @@
  * expansion, downward-API fields, the kubelet's service variables, the launcher script.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BpaError } from '../../../shared/errors.js';
@@ -13,6 +15,8 @@ import { loadImageMap, lookupImage, unmappedImageMessage } from '../../../local/
 import { firstServiceAddress, serviceEnvironment } from '../../../local/node/service-env.js';
 import { slotLayout } from '../../../local/node/slot.js';
 import { repoRoot } from '../../../local/control-plane/repo-root.js';
+import { knativeBinaries } from '../../../local/knative/binaries.js';
+import { probePath, runProbeOnce } from '../../../local/node/probes.js';
 
 let dir = '';
 beforeAll(() => {
@@ -59,6 +63,22 @@ describe('image map', () => {
     expect(() =>
       loadImageMap([mapFile('e.yaml', 'images:\n  x:1:\n    command: [a]\n    shell: true\n')]),
     ).toThrow(/shell|unrecognized/i);
+  });
+
+  it('runs every Knative image of config/ from the Knative builds (KNATIVE_EVENTING_ASSETS honoured)', () => {
+    const saved = process.env.KNATIVE_EVENTING_ASSETS;
+    process.env.KNATIVE_EVENTING_ASSETS = '/opt/knative-bin';
+    try {
+      const map = loadImageMap();
+      expect(lookupImage(map, 'ko://knative.dev/eventing/cmd/broker/ingress')?.command).toEqual([
+        '/opt/knative-bin/ingress',
+      ]);
+      for (const name of knativeBinaries.knative.filter((b) => b !== 'event_display'))
+        expect([...map.values()].some((e) => e.command[0] === `/opt/knative-bin/${name}`)).toBe(true);
+    } finally {
+      if (saved === undefined) delete process.env.KNATIVE_EVENTING_ASSETS;
+      else process.env.KNATIVE_EVENTING_ASSETS = saved;
+    }
   });
 
   it("names the image and the map in ErrImageNeverPull's message", () => {
@@ -156,5 +176,35 @@ describe('launcher and slots', () => {
       podSubnetPrefix: '10.244.3',
       serviceClusterIpRange: '10.0.3.0/24',
     });
+  });
+});
+
+describe('probes', () => {
+  it("asks for /<path> when an httpGet probe's path has no leading slash, as the kubelet does", async () => {
+    expect(probePath('health')).toBe('/health');
+    expect(probePath('/ready')).toBe('/ready');
+    expect(probePath(undefined)).toBe('/');
+    const seen: string[] = [];
+    const server = createServer((request, response) => {
+      seen.push(request.url ?? '');
+      response.writeHead(request.url === '/health' ? 200 : 404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      // Knative's ApiServerSource adapter's liveness probe, as its controller writes it.
+      const passed = await runProbeOnce(
+        { httpGet: { path: 'health', port: 'probes', scheme: 'HTTP' }, timeoutSeconds: 1 },
+        {
+          podIP: '127.0.0.1',
+          container: { name: 'receive-adapter', ports: [{ name: 'probes', containerPort: port }] },
+          exec: () => Promise.resolve(1),
+        },
+      );
+      expect(passed).toBe(true);
+      expect(seen).toEqual(['/health']);
+    } finally {
+      server.close();
+    }
   });
 });

@@ -1,0 +1,152 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
+import { BpaError, describeError } from '../../shared/errors.js';
+import { applyObjects, isStatus, parseYamlObjects } from '../control-plane/apply.js';
+import { repoRoot } from '../control-plane/repo-root.js';
+import { waitFor } from '../control-plane/wait.js';
+import { ensureKnativeBinaries } from './binaries.js';
+import { installKnativeEventing, type KnativeInstall } from './install.js';
+import { servingOverlay } from './serving-overlay.js';
+
+/** The Knative kinds whose Ready condition says the chain is wired (what `kubectl get` shows READY of). */
+const readyKinds = new Set(['Broker', 'Trigger', 'ApiServerSource', 'PingSource', 'SinkBinding']);
+
+export interface KnativeStackOptions {
+  kubeConfig: KubeConfig;
+  /** The kustomize directory applied. Default `<repo>/manifests`. */
+  manifestsDir?: string;
+  log?: (line: string) => void;
+  /** For each wait (Knative ready, functions ready, objects Ready). Default 5 minutes. */
+  timeoutMs?: number;
+}
+
+export interface KnativeStack {
+  install: KnativeInstall;
+  /** What was applied: the rendered manifests through the local Serving overlay. */
+  objects: KubernetesObject[];
+  /** What the local Serving overlay could not keep (docs/knative.md). */
+  notes: string[];
+  /** `<kind> <namespace>/<name>` of every Knative object, all Ready. */
+  ready: string[];
+  /** The MT broker's ingress as this machine reaches it (its ClusterIP), for `bpa send`. */
+  ingressBase: string;
+  readyAfterMs: number;
+}
+
+/** `kubectl kustomize <dir>`: the same objects `kubectl apply -k` sends (images, replacements). */
+export function renderManifests(dir: string): KubernetesObject[] {
+  let text: string;
+  try {
+    text = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', maxBuffer: 32 * 1024 * 1024 });
+  } catch (error) {
+    throw new BpaError(
+      'ManifestsNotRendered',
+      `kubectl kustomize ${dir} failed (the Knative engine renders manifests/ as kubectl apply -k does; is kubectl installed?): ${describeError(error).message}`,
+      'invalid',
+    );
+  }
+  return parseYamlObjects(text, `kubectl kustomize ${dir}`);
+}
+
+const refOf = (o: KubernetesObject) => ({
+  apiVersion: o.apiVersion ?? '',
+  kind: o.kind ?? '',
+  namespace: o.metadata?.namespace ?? 'default',
+  name: o.metadata?.name ?? '',
+});
+
+/** The namespaces bpa-config names for hosts (BMH_NAMESPACE, VM_NAMESPACES): they must exist. */
+function hostNamespaces(objects: KubernetesObject[]): string[] {
+  const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'bpa-config') as
+    (KubernetesObject & { data?: Record<string, string> }) | undefined;
+  const names = [config?.data?.BMH_NAMESPACE ?? '', ...(config?.data?.VM_NAMESPACES ?? '').split(',')];
+  return [...new Set(names.map((n) => n.trim()).filter(Boolean))];
+}
+
+/**
+ * The chain on real Knative Eventing: installs Eventing (engines/build.sh knative, its own
+ * config/), renders manifests/ with kubectl kustomize, turns the Knative Services into
+ * Deployments and Services (the local Serving overlay: Serving cannot run here), applies it all
+ * unchanged otherwise and waits until the functions run and every Broker, Trigger, source and
+ * SinkBinding is Ready. Needs the one-machine cluster's node (the functions and Knative run as
+ * its pods) and `npm run build` (the functions' bundles).
+ */
+export async function startKnativeStack(options: KnativeStackOptions): Promise<KnativeStack> {
+  const started = Date.now();
+  const log = options.log ?? (() => undefined);
+  const timeoutMs = options.timeoutMs ?? 300_000;
+  await ensureKnativeBinaries('knative', { onProgress: (line) => log(line) });
+  const install = await installKnativeEventing({ kubeConfig: options.kubeConfig, log, timeoutMs });
+  const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
+  const overlay = servingOverlay(renderManifests(manifestsDir));
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  for (const name of hostNamespaces(overlay.objects)) {
+    await core.createNamespace({ body: { metadata: { name } } }).catch((error: unknown) => {
+      if (!isStatus(error, 409)) throw error;
+    });
+  }
+  log(
+    `knative: applying ${manifestsDir} (${overlay.objects.length} objects, Knative Services as Deployments)`,
+  );
+  await applyObjects(options.kubeConfig, overlay.objects);
+
+  const apps = options.kubeConfig.makeApiClient(AppsV1Api);
+  const deployments = overlay.objects.filter((o) => o.kind === 'Deployment').map(refOf);
+  log(`knative: waiting for ${deployments.map((d) => d.name).join(', ')}`);
+  await Promise.all(
+    deployments.map((d) =>
+      waitFor(
+        async () => {
+          const current = await apps.readNamespacedDeployment({ name: d.name, namespace: d.namespace });
+          return (current.status?.readyReplicas ?? 0) >= (current.spec?.replicas ?? 1) ? true : undefined;
+        },
+        { what: `deployment ${d.namespace}/${d.name} to be ready`, timeoutMs, intervalMs: 500 },
+      ),
+    ),
+  );
+  const knative = overlay.objects.filter((o) => readyKinds.has(o.kind ?? '')).map(refOf);
+  const ready = await Promise.all(
+    knative.map((ref) =>
+      waitForReady(options.kubeConfig, ref, timeoutMs).then(() => `${ref.kind} ${ref.namespace}/${ref.name}`),
+    ),
+  );
+  const ingress = await core.readNamespacedService({ name: 'broker-ingress', namespace: 'knative-eventing' });
+  const readyAfterMs = Date.now() - started;
+  log(`knative: the chain is ready after ${(readyAfterMs / 1000).toFixed(1)} s`);
+  return {
+    install,
+    objects: overlay.objects,
+    notes: overlay.notes,
+    ready: ready.sort(),
+    ingressBase: `http://${ingress.spec?.clusterIP ?? '127.0.0.1'}`,
+    readyAfterMs,
+  };
+}
+
+/** Waits for a Knative object's Ready condition to be True; times out with its last reason. */
+async function waitForReady(
+  kubeConfig: KubeConfig,
+  ref: ReturnType<typeof refOf>,
+  timeoutMs: number,
+): Promise<void> {
+  const client = KubernetesObjectApi.makeApiClient(kubeConfig);
+  await waitFor(
+    async () => {
+      const object = (await client.read({
+        apiVersion: ref.apiVersion,
+        kind: ref.kind,
+        metadata: { name: ref.name, namespace: ref.namespace },
+      })) as KubernetesObject & {
+        status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+      };
+      const condition = object.status?.conditions?.find((c) => c.type === 'Ready');
+      if (condition?.status === 'True') return true;
+      throw new Error(
+        `Ready ${condition?.status ?? 'absent'} ${condition?.reason ?? ''} ${condition?.message ?? ''}`.trim(),
+      );
+    },
+    { what: `${ref.kind} ${ref.namespace}/${ref.name} to be Ready`, timeoutMs, intervalMs: 1000 },
+  );
+}
