@@ -5,7 +5,7 @@ import { runDemo } from '../../local/lab/demo.js';
 import { demoOutput } from '../../local/lab/demo-output.js';
 import { describeError } from '../../shared/errors.js';
 
-const usage = `Usage: bpa demo [--no-node] [--port N] [--quiet-events] [--keep]
+const usage = `Usage: bpa demo [--engine embedded|knative] [--no-node] [--port N] [--quiet-events] [--keep]
 
 Runs the whole chain on this machine against a lab of three hosts, and explains each step:
   1. the one-machine cluster (bpa cluster): etcd, kube-apiserver, kube-controller-manager,
@@ -13,7 +13,9 @@ Runs the whole chain on this machine against a lab of three hosts, and explains 
   2. the lab: three BareMetalHosts with inspected NICs, a DHCP lease file, and a real OpenSSH
      sshd per host in its own network namespace on the node's network (apt-get there is
      recorded and answered, never run; nothing is installed anywhere);
-  3. the embedded stack: the Knative broker, sources and the four functions;
+  3. the event engine and the four functions: the embedded stack (an in-process Knative broker
+     and sources, the functions in this process), or with --engine knative real Knative
+     Eventing on the node (built from its Go modules) with the functions as its pods;
   4. a Provisioning (2 masters, 1 worker): hosts resolved, inventory rendered, KUD Job launched
      and run on the node by Kubernetes' Job controller (its container is the KUD installer
      stand-in: real Ansible reads the inventory and pings every host), cluster Ready;
@@ -23,6 +25,9 @@ Without root or network namespaces it says so in one line and runs as with --no-
 Exit 0 when everything worked; exit 1 naming the step that failed.
 
 Options:
+  --engine E       embedded (default) or knative: real Knative Eventing, installed from its own
+                   config/ on the node (the first run builds it: minutes; docs/knative.md);
+                   needs the node
   --no-node        the control plane alone, lab hosts simulated in this process (ssh2 on
                    127.0.0.N); nothing runs the KUD Job, so the demo ends once it is launched
   --port N         broker port, or the first free one from N (default 8080)
@@ -46,6 +51,7 @@ export const demoCommand: CliCommand = {
           'quiet-events': { type: 'boolean' },
           keep: { type: 'boolean' },
           'no-node': { type: 'boolean' },
+          engine: { type: 'string' },
         },
       }));
     } catch (error) {
@@ -54,12 +60,18 @@ export const demoCommand: CliCommand = {
     const port = values.port === undefined ? undefined : Number(values.port);
     if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535))
       throw new UsageError(`--port must be a port number (1-65535), not ${JSON.stringify(values.port)}`);
+    const engine = values.engine ?? 'embedded';
+    if (engine !== 'embedded' && engine !== 'knative')
+      throw new UsageError(`--engine must be embedded or knative, not ${JSON.stringify(values.engine)}`);
+    if (engine === 'knative' && values['no-node'])
+      throw new UsageError('--engine knative runs Knative on the node; it cannot be used with --no-node');
     const out = demoOutput(io.stdout, process.stdout.isTTY === true && !process.env.NO_COLOR);
     const result = await runDemo({
       out,
       ...(port ? { port } : {}),
       showEvents: !values['quiet-events'],
       node: !values['no-node'],
+      engine,
       ...(values.keep
         ? {
             keepUntil: () =>

@@ -1,5 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { z } from 'zod';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { AppsV1Api, CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import { BpaError, describeError } from '../../shared/errors.js';
@@ -20,6 +24,8 @@ export interface KnativeStackOptions {
   log?: (line: string) => void;
   /** For each wait (Knative ready, functions ready, objects Ready). Default 5 minutes. */
   timeoutMs?: number;
+  /** bpa-config keys to set (an overlay; the demo's lab: LEASES_SOURCE, BMH_NAMESPACE, SSH_*). */
+  config?: Record<string, string>;
 }
 
 export interface KnativeStack {
@@ -35,17 +41,61 @@ export interface KnativeStack {
   readyAfterMs: number;
 }
 
-/** `kubectl kustomize <dir>`: the same objects `kubectl apply -k` sends (images, replacements). */
-export function renderManifests(dir: string): KubernetesObject[] {
+const baseKustomizationSchema = z.looseObject({
+  replacements: z
+    .array(
+      z.looseObject({ source: z.looseObject({ kind: z.string().optional(), name: z.string().optional() }) }),
+    )
+    .optional(),
+});
+
+/**
+ * An overlay of `dir` that sets bpa-config keys (docs/deploy.md's way): a patch of the ConfigMap,
+ * and the base's replacements fed by bpa-config again (a base's replacements run before an
+ * overlay's patches, so BMH_NAMESPACE would not move host-lookup's Role otherwise).
+ */
+function configOverlay(dir: string, config: Record<string, string>): string {
+  const overlay = mkdtempSync(join(tmpdir(), 'bpa-knative-overlay-'));
+  const base = baseKustomizationSchema.parse(parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')));
+  const fedByConfig = (base.replacements ?? []).filter(
+    (r) =>
+      (r.source.kind === 'ConfigMap' && r.source.name === 'bpa-config') || r.source.kind === 'ServiceAccount',
+  );
+  const ops = Object.entries(config).map(([key, value]) => ({ op: 'add', path: `/data/${key}`, value }));
+  writeFileSync(
+    join(overlay, 'kustomization.yaml'),
+    stringify({
+      apiVersion: 'kustomize.config.k8s.io/v1beta1',
+      kind: 'Kustomization',
+      resources: [relative(overlay, dir)],
+      patches: [{ target: { kind: 'ConfigMap', name: 'bpa-config' }, patch: stringify(ops) }],
+      replacements: fedByConfig,
+    }),
+  );
+  return overlay;
+}
+
+/**
+ * `kubectl kustomize <dir>`: the same objects `kubectl apply -k` sends (images, replacements),
+ * with `config` set in bpa-config through an overlay.
+ */
+export function renderManifests(dir: string, config: Record<string, string> = {}): KubernetesObject[] {
   let text: string;
+  const overlay = Object.keys(config).length > 0 ? configOverlay(dir, config) : undefined;
   try {
-    text = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', maxBuffer: 32 * 1024 * 1024 });
+    text = execFileSync('kubectl', ['kustomize', overlay ?? dir], {
+      encoding: 'utf8',
+      maxBuffer: 32 * 1024 * 1024,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } catch (error) {
     throw new BpaError(
       'ManifestsNotRendered',
       `kubectl kustomize ${dir} failed (the Knative engine renders manifests/ as kubectl apply -k does; is kubectl installed?): ${describeError(error).message}`,
       'invalid',
     );
+  } finally {
+    if (overlay) rmSync(overlay, { recursive: true, force: true });
   }
   return parseYamlObjects(text, `kubectl kustomize ${dir}`);
 }
@@ -80,7 +130,7 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
   await ensureKnativeBinaries('knative', { onProgress: (line) => log(line) });
   const install = await installKnativeEventing({ kubeConfig: options.kubeConfig, log, timeoutMs });
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
-  const overlay = servingOverlay(renderManifests(manifestsDir));
+  const overlay = servingOverlay(renderManifests(manifestsDir, options.config));
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   for (const name of hostNamespaces(overlay.objects)) {
     await core.createNamespace({ body: { metadata: { name } } }).catch((error: unknown) => {

@@ -1,6 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { DeliveryRecord } from '../broker/index.js';
 import { applyObject } from '../control-plane/apply.js';
+import { startKnativeStack } from '../knative/stack.js';
 import { startStack, type Stack } from '../stack.js';
 import { shortEventType } from '../stack/delivery-line.js';
 import { provisioningsResource, softwaresResource } from '../../shared/k8s/resources.js';
@@ -32,9 +33,35 @@ export interface DemoOptions {
   /** Image maps the node reads after its own (tests). */
   extraImageMaps?: string[];
   /** Per-step budgets in ms. */
-  timeouts?: Partial<Record<'cluster' | 'stack' | 'lab' | 'image' | 'provisioning' | 'software', number>>;
+  timeouts?: Partial<
+    Record<'cluster' | 'stack' | 'knative' | 'lab' | 'image' | 'provisioning' | 'software', number>
+  >;
   /** Keep the stack running after the summary until this resolves (bpa demo --keep). */
-  keepUntil?: (stack: Stack) => Promise<void>;
+  keepUntil?: () => Promise<void>;
+  /**
+   * The event engine: `embedded` (default) the in-process broker and sources, with the functions
+   * in this process; `knative` real Knative Eventing on the node (local/knative/), the functions
+   * as its pods. `knative` needs the node.
+   */
+  engine?: 'embedded' | 'knative';
+}
+
+/** The lab's settings for the functions, as bpa-config values (the functions run as pods there). */
+function knativeConfigOf(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+}
+
+/** What the later steps need of either engine. */
+interface DemoStack {
+  kubeConfig: Stack['kubeConfig'];
+  /** The Broker's ingress as this process reaches it (the image service posts there). */
+  ingressUrl: string;
+  /** Where to look: the live view, or what to run with kubectl. */
+  watchHint: string;
+  logFilePath?: string;
+  stop(): Promise<void>;
 }
 
 export interface DemoResult {
@@ -51,6 +78,7 @@ const defaultTimeouts = {
   image: 120_000,
   provisioning: 240_000,
   software: 180_000,
+  knative: 300_000,
 };
 const totalSteps = 6;
 
@@ -112,7 +140,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const started = Date.now();
   let cluster: StackCluster | undefined;
   let lab: Lab | undefined;
-  let stack: Stack | undefined;
+  let stack: DemoStack | undefined;
+  const engine = options.engine ?? 'embedded';
   let images: LocalImageService | undefined;
   let finished = false;
   const showEvent = (record: DeliveryRecord) => {
@@ -169,28 +198,76 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       out.info(line);
     out.dim(`lease file ${lab.leaseFilePath}, known_hosts ${lab.knownHostsPath}`);
 
-    out.step(3, totalSteps, 'Start the embedded stack');
-    out.dim('the embedded Knative broker, local sources, the four functions');
     const activeLab = lab;
-    stack = await withTimeout(
-      'start the embedded stack',
-      timeouts.stack,
-      startStack({
-        kubeconfig: cluster.kubeconfigPath,
-        ...(options.port ? { port: options.port } : {}),
-        log: (line) => out.dim(line),
-        onDelivery: showEvent,
-        functionsEnv: activeLab.functionsEnv,
-        // The sweep is not needed for a healthy run; keep it quiet unless it is.
-        pingIntervalMs: 60_000,
-      }),
-    );
-    out.info(`broker      ${stack.ingressUrl}`);
-    out.info(`live view   ${stack.liveViewUrl}   (open it to watch the run)`);
-    out.info(`kubeconfig  ${stack.kubeconfigPath}`);
-    out.info(`logs        ${stack.logFilePath}`);
+    const activeCluster = cluster;
+    if (engine === 'knative') {
+      if (!onNode)
+        throw new StepFailure(
+          'start Knative Eventing',
+          '--engine knative needs the node (root and network namespaces)',
+        );
+      out.step(3, totalSteps, 'Start real Knative Eventing and the functions on the node');
+      out.dim(
+        'Knative Eventing built from its Go modules, installed from its own config/; manifests/ applied, its Knative Services as Deployments (Serving cannot run here)',
+      );
+      await withTimeout(
+        'create the lab resources',
+        timeouts.lab,
+        activeLab.applyToCluster(activeCluster.kubeConfig),
+      );
+      const knative = await withTimeout(
+        'start Knative Eventing',
+        timeouts.knative,
+        startKnativeStack({
+          kubeConfig: activeCluster.kubeConfig,
+          config: knativeConfigOf(activeLab.functionsEnv),
+          log: (line) => out.dim(line),
+          timeoutMs: timeouts.knative,
+        }),
+      );
+      for (const note of knative.notes) out.dim(`serving overlay: ${note}`);
+      out.info(
+        `engine      Knative Eventing ${knative.install.version} (real), ${knative.ready.length} objects Ready`,
+      );
+      out.info(`broker      ${knative.ingressBase}/bpa-system/default`);
+      out.info(`kubeconfig  ${activeCluster.kubeconfigPath}`);
+      stack = {
+        kubeConfig: activeCluster.kubeConfig,
+        ingressUrl: `${knative.ingressBase}/bpa-system/default`,
+        watchHint: `kubectl --kubeconfig ${activeCluster.kubeconfigPath} get brokers,triggers,apiserversources,pingsources,pods -A`,
+        stop: async () => undefined,
+      };
+    } else {
+      out.step(3, totalSteps, 'Start the embedded stack');
+      out.dim('the embedded Knative broker, local sources, the four functions');
+      const embedded = await withTimeout(
+        'start the embedded stack',
+        timeouts.stack,
+        startStack({
+          kubeconfig: activeCluster.kubeconfigPath,
+          ...(options.port ? { port: options.port } : {}),
+          log: (line) => out.dim(line),
+          onDelivery: showEvent,
+          functionsEnv: activeLab.functionsEnv,
+          // The sweep is not needed for a healthy run; keep it quiet unless it is.
+          pingIntervalMs: 60_000,
+        }),
+      );
+      out.info(`engine      embedded (the in-process broker and sources)`);
+      out.info(`broker      ${embedded.ingressUrl}`);
+      out.info(`live view   ${embedded.liveViewUrl}   (open it to watch the run)`);
+      out.info(`kubeconfig  ${embedded.kubeconfigPath}`);
+      out.info(`logs        ${embedded.logFilePath}`);
+      stack = {
+        kubeConfig: embedded.kubeConfig,
+        ingressUrl: embedded.ingressUrl,
+        watchHint: `live view ${embedded.liveViewUrl}`,
+        logFilePath: embedded.logFilePath,
+        stop: () => embedded.stop(),
+      };
+      await withTimeout('create the lab resources', timeouts.lab, activeLab.applyToCluster(stack.kubeConfig));
+    }
     const kubeConfig = stack.kubeConfig;
-    await withTimeout('create the lab resources', timeouts.lab, activeLab.applyToCluster(kubeConfig));
     out.ok(
       `namespace ${activeLab.namespace}: ${activeLab.hosts.length} BareMetalHosts (NICs in status), Secret ssh-key-secret`,
     );
@@ -364,8 +441,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       'watch them in the live view. `bpa render --provisioning FILE` shows an inventory without a cluster.',
     );
     if (options.keepUntil) {
-      out.line(`\nThe stack stays up (live view ${stack.liveViewUrl}); Ctrl-C stops it.`);
-      await options.keepUntil(stack);
+      out.line(`\nThe stack stays up (${stack.watchHint}); Ctrl-C stops it.`);
+      await options.keepUntil();
     }
     return { ok: true };
   } catch (error) {
@@ -374,7 +451,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const message = describeError(error).message;
     out.line();
     out.fail(`step failed: ${step}: ${message}`);
-    if (stack) out.info(`logs: ${stack.logFilePath}`);
+    if (stack?.logFilePath) out.info(`logs: ${stack.logFilePath}`);
     return { ok: false, failedStep: step, message };
   } finally {
     await images?.stop().catch(() => undefined);
