@@ -10,16 +10,26 @@ import { firstFreePort } from '../../local/stack/free-port.js';
 import { startLiveView } from '../../local/live-view/server.js';
 import { createLogger } from '../../shared/log.js';
 import { KubeConfig } from '@kubernetes/client-node';
+import { resolve } from 'node:path';
+import { startKnativeStack } from '../../local/knative/stack.js';
 import { describeError } from '../../shared/errors.js';
 
 const usage = `Usage: bpa dev [--kubeconfig FILE | --no-node] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay] [--images]
+       bpa dev --engine knative [--kubeconfig-out FILE] [--port N] [--leases FILE]
        bpa dev --live-view-only [--kubeconfig FILE] [--host ADDR] [--port N]
 
 Runs the functions on this machine, driven by the same Broker, Triggers, ApiServerSources and
 PingSource as on a cluster (read from manifests/): an embedded Knative broker, the local
 sources, the four functions each on its own port, and a live view in the browser.
 
+With --engine knative the events go through real Knative Eventing instead: built from its Go
+modules (engines/build.sh knative; minutes the first time), installed from its own config/ on
+the one-machine cluster's node, with manifests/ applied as \`kubectl apply -k\` would (its
+Knative Services as Deployments: Serving cannot run here; docs/knative.md). The functions run
+as pods of the node. Needs root (the node) and kubectl (kustomize).
+
 Options:
+  --engine E             embedded (default) or knative
   --kubeconfig FILE      use this cluster's API (default: $KUBECONFIG when set, else start the
                          one-machine cluster of \`bpa cluster\`: etcd, kube-apiserver,
                          kube-controller-manager, kube-scheduler and the node, with the
@@ -52,7 +62,12 @@ Try it:
   kubectl --kubeconfig <printed path> get provisionings -A -w
 `;
 
-type DevOptions = Omit<StackOptions, 'log'> & { liveViewOnly: boolean; node: boolean; images: boolean };
+type DevOptions = Omit<StackOptions, 'log'> & {
+  liveViewOnly: boolean;
+  node: boolean;
+  images: boolean;
+  engine: 'embedded' | 'knative';
+};
 
 function parseOptions(argv: string[]): DevOptions {
   let values;
@@ -71,6 +86,7 @@ function parseOptions(argv: string[]): DevOptions {
         host: { type: 'string' },
         'no-node': { type: 'boolean' },
         images: { type: 'boolean' },
+        engine: { type: 'string' },
       },
     }));
   } catch (error) {
@@ -89,8 +105,28 @@ function parseOptions(argv: string[]): DevOptions {
     );
   if (values.kubeconfig && values['no-node'])
     throw new UsageError('--no-node is for the embedded cluster; it cannot be used with --kubeconfig');
+  const engine = values.engine ?? 'embedded';
+  if (engine !== 'embedded' && engine !== 'knative')
+    throw new UsageError(`--engine must be embedded or knative, not ${JSON.stringify(values.engine)}`);
+  if (engine === 'knative') {
+    const refused = (
+      [
+        ['--kubeconfig', values.kubeconfig],
+        ['--no-node', values['no-node']],
+        ['--replay', values.replay],
+        ['--images', values.images],
+        ['--live-view-only', values['live-view-only']],
+        ['--host', values.host],
+      ] as const
+    ).find(([, value]) => value !== undefined && value !== false);
+    if (refused)
+      throw new UsageError(
+        `${refused[0]} cannot be used with --engine knative (it runs Knative on the embedded one-machine cluster's node${refused[0] === '--replay' ? "; Knative's ApiServerSource never replays" : ''})`,
+      );
+  }
   return {
-    ...(kubeconfig ? { kubeconfig } : {}),
+    engine,
+    ...(kubeconfig && engine === 'embedded' ? { kubeconfig } : {}),
     ...(values['kubeconfig-out'] ? { kubeconfigOut: values['kubeconfig-out'] } : {}),
     ...(port ? { port } : {}),
     ...(values.leases ? { leases: values.leases } : {}),
@@ -129,6 +165,75 @@ async function runLiveViewOnly(
   return 0;
 }
 
+/**
+ * The chain on real Knative Eventing on the one-machine cluster, with the live view on the
+ * node's gateway address (where the pods reach it) fed by a Trigger with an empty filter.
+ */
+async function runOnKnative(options: DevOptions, io: CliIO, stopped: Promise<NodeJS.Signals>): Promise<number> {
+  const say = (line: string) => io.stdout(`${line}\n`);
+  let cluster: StackCluster | undefined;
+  let liveView: Awaited<ReturnType<typeof startLiveView>> | undefined;
+  const stopAll = async () => {
+    await liveView?.stop().catch(() => undefined);
+    await cluster?.stop();
+  };
+  const starting = (async () => {
+    say('bpa dev: starting the one-machine cluster (engine: knative)');
+    cluster = await startStackCluster({
+      node: true,
+      fallBack: false,
+      ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
+    });
+    for (const line of describeStackCluster(cluster)) say(`  ${line}`);
+    const node = cluster.node!;
+    liveView = await startLiveView({
+      host: node.gateway,
+      port: await firstFreePort(node.gateway, options.port ?? 8080),
+      kubeConfig: cluster.kubeConfig,
+      log: createLogger({ level: 'warn', sink: (line) => io.stderr(`${line}\n`) }),
+    });
+    const knative = await startKnativeStack({
+      kubeConfig: cluster.kubeConfig,
+      log: say,
+      ...(options.leases ? { config: { LEASES_SOURCE: resolve(options.leases) } } : {}),
+      extraObjects: [liveViewTrigger(liveView.cloudEventsUrl)],
+    });
+    return knative;
+  })();
+  const knative = await Promise.race([starting, stopped.then(() => undefined)]);
+  if (!knative) {
+    await starting.then(stopAll, () => stopAll()).catch(() => undefined);
+    return 130;
+  }
+  for (const note of knative.notes) say(`  serving overlay: ${note}`);
+  const rows: [string, string][] = [
+    ['engine', `Knative Eventing ${knative.install.version} (real: built from its Go modules, its own config/)`],
+    ['broker', `${knative.ingressBase}/bpa-system/default`],
+    ['functions', 'pods in bpa-system (kubectl get pods -n bpa-system)'],
+    ['live view', liveView!.url],
+    ['kubeconfig', cluster!.kubeconfigPath],
+    ['check', `kubectl --kubeconfig ${cluster!.kubeconfigPath} get brokers,triggers,apiserversources,pingsources -A`],
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  io.stdout(rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`).join('\n') + '\n');
+  say(`ready: apply resources with kubectl --kubeconfig ${cluster!.kubeconfigPath}; Ctrl-C stops`);
+  const signal = await stopped;
+  say(`bpa dev: ${signal}, stopping…`);
+  await stopAll();
+  say('bpa dev: stopped');
+  return 0;
+}
+
+/** The live view's Trigger: every event of the manifests' Broker, to the live view's sink. */
+function liveViewTrigger(uri: string) {
+  return {
+    apiVersion: 'eventing.knative.dev/v1',
+    kind: 'Trigger',
+    metadata: { name: 'bpa-live-view', namespace: 'bpa-system' },
+    spec: { broker: 'default', subscriber: { uri } },
+  };
+}
+
 /** Resolves on the first SIGINT or SIGTERM; a second one ends the process at once. */
 function untilStopSignal(io: CliIO): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
@@ -155,6 +260,7 @@ export const devCommand: CliCommand = {
     const options = parseOptions(argv);
     const stopped = untilStopSignal(io);
     if (options.liveViewOnly) return runLiveViewOnly(options, io, stopped);
+    if (options.engine === 'knative') return runOnKnative(options, io, stopped);
     const say = (line: string) => io.stdout(`${line}\n`);
     const { node, kubeconfigOut, images: withImages, ...stackOptions } = options;
     let images: LocalImageService | undefined;

@@ -26,6 +26,8 @@ export interface KnativeStackOptions {
   timeoutMs?: number;
   /** bpa-config keys to set (an overlay; the demo's lab: LEASES_SOURCE, BMH_NAMESPACE, SSH_*). */
   config?: Record<string, string>;
+  /** Objects applied with the manifests and waited for like them (bpa dev's live-view Trigger). */
+  extraObjects?: KubernetesObject[];
 }
 
 export interface KnativeStack {
@@ -130,7 +132,8 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
   await ensureKnativeBinaries('knative', { onProgress: (line) => log(line) });
   const install = await installKnativeEventing({ kubeConfig: options.kubeConfig, log, timeoutMs });
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
-  const overlay = servingOverlay(renderManifests(manifestsDir, options.config));
+  const rendered = servingOverlay(renderManifests(manifestsDir, options.config));
+  const overlay = { ...rendered, objects: [...rendered.objects, ...(options.extraObjects ?? [])] };
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   for (const name of hostNamespaces(overlay.objects)) {
     await core.createNamespace({ body: { metadata: { name } } }).catch((error: unknown) => {
