@@ -46,19 +46,32 @@ export function knativeModuleDir(
   }
 }
 
-/** Every `*.yaml` under `dir`, in path order (what `-R -f dir` reads). */
-function yamlFiles(dir: string): string[] {
-  return readdirSync(dir)
+/** `path` itself when it is a file, else every `*.yaml` under it, in path order (what `-R -f` reads). */
+function yamlFiles(path: string): string[] {
+  if (!statSync(path).isDirectory()) return [path];
+  return readdirSync(path)
     .sort()
     .flatMap((entry) => {
-      const path = join(dir, entry);
-      if (statSync(path).isDirectory()) return yamlFiles(path);
-      return entry.endsWith('.yaml') ? [path] : [];
+      const child = join(path, entry);
+      if (statSync(child).isDirectory()) return yamlFiles(child);
+      return entry.endsWith('.yaml') ? [child] : [];
     });
+}
+
+/**
+ * The objects of a Knative module's YAML, unchanged (image references are `ko://` paths), from
+ * `paths` inside the module (directories, read recursively, or single files), in that order.
+ */
+export function knativeConfigObjects(
+  module: 'knative.dev/eventing' | 'knative.dev/serving',
+  version: string,
+  paths: readonly string[],
+): KubernetesObject[] {
+  const dir = knativeModuleDir(module, version);
+  return paths.flatMap((path) => yamlFiles(join(dir, path)).flatMap(readYamlObjects));
 }
 
 /** Knative Eventing's objects from its module's config/, unchanged (image references are `ko://` paths). */
 export function eventingConfigObjects(version = knativeVersions().eventing): KubernetesObject[] {
-  const module = knativeModuleDir('knative.dev/eventing', version);
-  return eventingConfigDirs.flatMap((dir) => yamlFiles(join(module, dir)).flatMap(readYamlObjects));
+  return knativeConfigObjects('knative.dev/eventing', version, eventingConfigDirs);
 }
