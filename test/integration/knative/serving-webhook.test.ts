@@ -220,10 +220,10 @@ describeWithServingWebhook("Knative Serving's admission webhook on a cluster of 
             .responseStartTimeoutSeconds,
         }).toEqual({ name: ksvc.metadata.name, responseStartTimeoutSeconds: expected });
       }
-      // software-install (timeoutSeconds 600) therefore has 300 s to start its answer: enough for
-      // the Job runner (it answers at once), not for INSTALL_RUNNER=in-request (docs/knative.md).
+      // software-install (timeoutSeconds 600) sets its own 600: Serving's default 300 would cut an
+      // INSTALL_RUNNER=in-request install before its SSH timeouts end (docs/knative.md).
       if (admitted.has('software-install'))
-        expect(admitted.get('software-install')?.spec.template.spec.responseStartTimeoutSeconds).toBe(300);
+        expect(admitted.get('software-install')?.spec.template.spec.responseStartTimeoutSeconds).toBe(600);
     });
   });
 

@@ -48,6 +48,7 @@ export const knativeServiceSchema = z.looseObject({
         serviceAccountName: z.string().optional(),
         containerConcurrency: z.number().int().nonnegative(),
         timeoutSeconds: z.number().int().positive(),
+        responseStartTimeoutSeconds: z.number().int().positive().optional(),
         containers: z.array(containerSchema).length(1),
         volumes: z
           .array(z.object({ name, secret: z.object({ secretName: name, optional: z.boolean().optional() }) }))

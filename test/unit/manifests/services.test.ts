@@ -86,6 +86,8 @@ describe('Knative Services', () => {
     expect(spec.timeoutSeconds).toBe(600);
     const ssh = Number(manifests.bpaConfig.SSH_TIMEOUT_SECONDS) + Number(manifests.bpaConfig.SSH_CONNECT_TIMEOUT_SECONDS);
     expect(ssh).toBeLessThan(spec.timeoutSeconds);
+    // Serving's default response-start timeout (300 s) would cut it first: the ksvc sets its own.
+    expect(spec.responseStartTimeoutSeconds).toBe(spec.timeoutSeconds);
   });
 
   it('runs the install Jobs in software-install’s own image, as its config defaults to', () => {
