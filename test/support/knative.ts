@@ -111,6 +111,8 @@ export type RecordedRequest = z.infer<typeof recordSchema>[number];
 export interface Recorder {
   /** As Knative resolves it: the recorder's Service. */
   ref: { apiVersion: 'v1'; kind: 'Service'; name: string };
+  /** `http://<pod IP>:8080/`: the recorder as this process reaches it. */
+  baseUrl: string;
   /** What it received so far. */
   received(): Promise<RecordedRequest[]>;
   /** Answers every held request (path /hold). */
@@ -173,6 +175,7 @@ export async function startRecorder(
   const base = `http://${podIp}:8080`;
   return {
     ref: { apiVersion: 'v1', kind: 'Service', name },
+    baseUrl: `${base}/`,
     received: async () => recordSchema.parse(await (await fetch(`${base}/received`)).json()),
     release: async () => {
       await fetch(`${base}/release`, { method: 'POST' });
