@@ -129,6 +129,9 @@ function provisioning(index: number, hosts: number) {
   };
 }
 
+/** Delivery outcomes by Trigger, outcome and status (one run at a time). */
+const deliveryTally = new Map<string, number>();
+
 class OutOfMemory extends Error {}
 class Stalled extends Error {}
 const stallMs = 60_000;
@@ -180,15 +183,18 @@ async function createHosts(clients: KubeClients, count: number, progress: { done
   );
 }
 
-/** Resolves with the time (performance.now) each Provisioning first had JobLaunched=True. */
+/** The chain's steps, in order: a Provisioning that gets one more of them True has progressed. */
+const chainSteps = ['HostsResolved', 'InventoryRendered', 'JobLaunched'] as const;
+
 /**
- * Calls `onLaunched` for each Provisioning with JobLaunched=True. The watch is opened again
+ * Calls `onStep` for each Provisioning and chain step that is True (JobLaunched is the one the
+ * burst waits for; the others tell a slow burst from a stalled one). The watch is opened again
  * whenever it ends (the API server closes watches; a loaded one drops them): a new watch starts
- * with every existing object, and a name seen twice is the caller's to ignore.
+ * with every existing object, and a name and step seen twice is the caller's to ignore.
  */
-async function watchLaunches(
+async function watchSteps(
   kubeConfig: KubeConfig,
-  onLaunched: (name: string) => void,
+  onStep: (name: string, step: (typeof chainSteps)[number]) => void,
 ): Promise<{ abort(): void }> {
   let stopped = false;
   let current: AbortController | undefined;
@@ -201,8 +207,9 @@ async function watchLaunches(
         _phase,
         object: { metadata: { name: string }; status?: { conditions?: { type: string; status: string }[] } },
       ) => {
-        if (object.status?.conditions?.some((c) => c.type === 'JobLaunched' && c.status === 'True'))
-          onLaunched(object.metadata.name);
+        for (const step of chainSteps)
+          if (object.status?.conditions?.some((c) => c.type === step && c.status === 'True'))
+            onStep(object.metadata.name, step);
       },
       () => void setTimeout(() => void open(), 500),
     );
@@ -298,7 +305,16 @@ async function runAt(hosts: number, log: (line: string) => void): Promise<RunRes
     });
     const [ready] = (await once(child, 'message')) as [{ url: string }];
     const counting = new Map<FunctionName, CountingKubeConfig>();
+    // What the broker did with each Trigger's deliveries during the burst: a lost chain event
+    // shows here as a timeout, a retry answered 204 or a drop.
+    let tallying = false;
+    deliveryTally.clear();
     const stack = await startStack({
+      onDelivery: (record) => {
+        if (!tallying) return;
+        const key = `${record.trigger} ${record.outcome} ${record.status ?? 'no answer'}${record.replied ? ' replied' : ''}${record.outcome === 'retry' || record.outcome === 'dropped' ? ` (${(record.reason ?? '').slice(0, 60)})` : ''}`;
+        deliveryTally.set(key, (deliveryTally.get(key) ?? 0) + 1);
+      },
       kubeconfig: controlPlane.kubeconfigPath,
       port,
       log: () => undefined,
@@ -318,22 +334,26 @@ async function runAt(hosts: number, log: (line: string) => void): Promise<RunRes
     stopStack = () => stack.stop();
 
     let onLaunch: ((name: string) => void) | undefined;
-    watch = await watchLaunches(controlPlane.kubeConfig, (name) => {
-      if (launchedAt.has(name)) return;
+    /** `<name> <step>` of every step seen True: any new one is progress. */
+    const stepsDone = new Set<string>();
+    watch = await watchSteps(controlPlane.kubeConfig, (name, step) => {
+      stepsDone.add(`${name} ${step}`);
+      if (step !== 'JobLaunched' || launchedAt.has(name)) return;
       launchedAt.set(name, performance.now());
       onLaunch?.(name);
     });
     const target = { ...provisioningsResource, namespace };
     /**
-     * Until `count` have JobLaunched. A chain event lost on the way (a delivery that timed out
-     * on a loaded machine: the retry finds the step done) is the sweep's to re-drive; the
-     * bench's PingSource is off (it would read every Provisioning), so after `stallMs` without
-     * progress it runs the sweep once, counted, and gives up after `maxSweeps` of them.
+     * Until `count` have JobLaunched. A chain event lost on the way is the sweep's to re-drive;
+     * the bench's PingSource is off (it would read every Provisioning), so after `stallMs`
+     * without progress (no step of any Provisioning newly True: a slow burst whose first Jobs
+     * come after a minute is not stalled) it runs the sweep once, counted, and gives up after
+     * `maxSweeps` of them.
      */
     const until = (count: number) =>
       new Promise<void>((resolve, reject) => {
         let progressAt = performance.now();
-        let seen = launchedAt.size;
+        let seen = stepsDone.size;
         const timer = setInterval(() => {
           try {
             guardMemory();
@@ -342,8 +362,8 @@ async function runAt(hosts: number, log: (line: string) => void): Promise<RunRes
             reject(error as Error);
             return;
           }
-          if (launchedAt.size !== seen) {
-            seen = launchedAt.size;
+          if (stepsDone.size !== seen) {
+            seen = stepsDone.size;
             progressAt = performance.now();
           } else if (performance.now() - progressAt > stallMs) {
             if (result.sweeps >= maxSweeps) {
@@ -380,6 +400,7 @@ async function runAt(hosts: number, log: (line: string) => void): Promise<RunRes
           bytes: 0,
         },
       );
+    tallying = true;
     const lookupBefore = await askCounters(child);
     const othersBefore = others();
     const started = performance.now();
@@ -412,6 +433,13 @@ async function runAt(hosts: number, log: (line: string) => void): Promise<RunRes
           return `${resource} ${after.requests - before.requests} req ${kb(after.bytes - before.bytes)}`;
         })
         .join(', ')}`,
+    );
+    tallying = false;
+    log(
+      `  deliveries during the burst: ${[...deliveryTally]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([key, count]) => `${key}: ${count}`)
+        .join('; ')}`,
     );
     result.others = {
       requests: othersAfter.requests - othersBefore.requests,

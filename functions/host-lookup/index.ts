@@ -6,6 +6,8 @@ import {
   type KubeObjectData,
 } from '../../shared/events/types.js';
 import { provisioningApiVersion, provisioningKind } from '../../shared/schemas/provisioning.js';
+import type { CloudEvent } from 'cloudevents';
+import { hostsResolvedAgain } from '../../shared/k8s/chain-replies.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import {
@@ -14,6 +16,7 @@ import {
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
+import { causeOf, recordedBy, replyIdFor } from '../../shared/k8s/step-causes.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import {
   on,
@@ -37,6 +40,7 @@ import { sweep } from './sweep.js';
 async function onProvisioningChange(
   context: FunctionContext<HostLookupConfig>,
   object: KubeObjectData,
+  event: CloudEvent<unknown>,
 ): Promise<HandlerResult> {
   if (object.kind !== provisioningKind || object.apiVersion !== provisioningApiVersion) {
     context.log.debug('not a Provisioning; ignored', { kind: object.kind, apiVersion: object.apiVersion });
@@ -61,8 +65,16 @@ async function onProvisioningChange(
   const generation = live.metadata.generation ?? 0;
   const handled = conditionFor(conditionsOf(live), ProvisioningCondition.hostsResolved, generation);
   const rerun = rerunReason(live);
+  const step = ProvisioningCondition.hostsResolved;
+  const cause = causeOf(event);
   // Unknown means a transient fault was recorded and the step is being retried.
   if (handled && handled.status !== 'Unknown' && !rerun) {
+    // The event that resolved the hosts, delivered again (its first reply went to a delivery
+    // that timed out): the same reply, from status.nodes. Any other event: nothing.
+    if (handled.status === 'True' && recordedBy(live.status, step, cause)) {
+      context.log.info('hosts resolved by this same event: its reply is sent again', { generation });
+      return hostsResolvedAgain(context.functionName, live, replyIdFor(step, cause));
+    }
     context.log.debug('hosts already handled for this generation', { generation });
     return undefined;
   }
@@ -73,9 +85,9 @@ async function onProvisioningChange(
     clients,
     provisioningTarget(namespace, object.metadata.name),
     { uid: live.metadata.uid, generation },
-    ProvisioningCondition.hostsResolved,
+    step,
     context.log,
-    () => resolveProvisioning(context, clients, clusterFactsFor(context), current),
+    () => resolveProvisioning(context, clients, clusterFactsFor(context), current, cause),
   );
   return outcome.kind === 'skipped' ? undefined : outcome.event;
 }

@@ -15,6 +15,7 @@ import {
   provisioningRef,
 } from '../../shared/k8s/provisioning.js';
 import { recordEvent } from '../../shared/k8s/events.js';
+import type { StepCause } from '../../shared/k8s/step-causes.js';
 import { identityOf, type StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { ClusterFacts } from './cluster-facts.js';
@@ -24,7 +25,7 @@ import { claimCluster } from './lifecycle.js';
 import { nodesResolved } from './metrics.js';
 
 export type ResolveOutcome =
-  /** Nodes resolved and recorded by this call: reply/send this hosts.resolved event. */
+  /** Nodes resolved and recorded by this call (or by this cause's earlier delivery): reply/send this hosts.resolved. */
   | { kind: 'resolved'; event: CloudEvent<unknown> }
   /** Resolution failed; `event` (provisioning.failed) only when the failure was newly recorded. */
   | { kind: 'failed'; event?: CloudEvent<unknown> }
@@ -35,13 +36,15 @@ export type ResolveOutcome =
  * Validates the live Provisioning, resolves its nodes and records the result on its status:
  * `status.nodes` + HostsResolved True, or HostsResolved/Ready False with the contract's message
  * and a Warning Event. An invalid resource is a False condition, not an HTTP error: the event
- * that named it was fine.
+ * that named it was fine. `cause`: the event being answered (none from the sweep), recorded with
+ * the success so its redelivery gets the same reply.
  */
 export async function resolveProvisioning(
   context: FunctionContext<HostLookupConfig>,
   clients: KubeClients,
   facts: ClusterFacts,
   live: StoredObject,
+  cause?: StepCause,
 ): Promise<ResolveOutcome> {
   const step = ProvisioningCondition.hostsResolved;
   /** HostsResolved/Ready False with the reason, a Warning Event (once), the failed outcome. */
@@ -137,6 +140,7 @@ export async function resolveProvisioning(
         message: 'Hosts resolved; rendering the inventory',
       },
       fields: image ? { nodes, image } : { nodes },
+      cause,
       announce: {
         type: EventTypes.hostsResolved,
         cluster,

@@ -1,3 +1,4 @@
+import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { clusterTypeOf } from '../../shared/core/cluster-type.js';
 import { inventoryConfigMapName } from '../../shared/core/names.js';
@@ -8,11 +9,13 @@ import { EventTypes, hostsResolvedDataSchema, type HostsResolvedData } from '../
 import { Reason } from '../../shared/reasons.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
+import { inventoryRenderedAgain } from '../../shared/k8s/chain-replies.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { isCurrent } from '../../shared/k8s/condition-writer.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
+import { causeOf, recordedBy, replyIdFor, type StepCause } from '../../shared/k8s/step-causes.js';
 import {
   ProvisioningCondition,
   completeProvisioningStep,
@@ -35,12 +38,14 @@ const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
 
 /**
  * inventory-render: hosts.resolved → hosts.ini in the `<cluster>-inventory` ConfigMap,
- * InventoryRendered True, reply inventory.rendered. A duplicate or an event about another
- * generation of the Provisioning ends here with no reply (204).
+ * InventoryRendered True, reply inventory.rendered. The event that rendered it, delivered again,
+ * gets the same reply; another duplicate or an event about another generation of the
+ * Provisioning ends here with no reply (204).
  */
 async function onHostsResolved(
   context: FunctionContext<InventoryRenderConfig>,
   data: HostsResolvedData,
+  event: CloudEvent<unknown>,
 ): Promise<HandlerResult> {
   const ref = data.provisioning;
   const clients = kubeClients(context.kubeConfig);
@@ -50,7 +55,7 @@ async function onHostsResolved(
     ref,
     ProvisioningCondition.inventoryRendered,
     context.log,
-    () => render(context, clients, data),
+    () => render(context, clients, data, causeOf(event)),
   );
 }
 
@@ -58,6 +63,7 @@ async function render(
   context: FunctionContext<InventoryRenderConfig>,
   clients: KubeClients,
   data: HostsResolvedData,
+  cause: StepCause | undefined,
 ): Promise<HandlerResult> {
   const ref = data.provisioning;
   const live = await readProvisioning(clients, ref.namespace, ref.name);
@@ -71,6 +77,10 @@ async function render(
   const step = ProvisioningCondition.inventoryRendered;
   const conditions = conditionsOf(live);
   if (isTrueFor(conditions, step, ref.generation)) {
+    if (recordedBy(live.status, step, cause)) {
+      context.log.info('inventory rendered by this same event: its reply is sent again');
+      return inventoryRenderedAgain(context.functionName, clients, live, replyIdFor(step, cause));
+    }
     context.log.debug('inventory already rendered for this generation');
     return undefined;
   }
@@ -122,6 +132,7 @@ async function render(
         reason: Reason.Provisioning,
         message: 'Inventory rendered; launching the KUD Job',
       },
+      cause,
       announce: {
         type: EventTypes.inventoryRendered,
         cluster,

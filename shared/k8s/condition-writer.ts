@@ -13,8 +13,8 @@ export interface GenerationRef {
 export interface ConditionChange {
   /** Conditions to set; observedGeneration is the ref's generation. */
   conditions: Omit<ConditionUpdate, 'observedGeneration'>[];
-  /** Other status fields to set (nodes, jobName, hosts...). */
-  fields?: Record<string, unknown>;
+  /** Other status fields to set (nodes, jobName, hosts...), or a function of the fresh object. */
+  fields?: Record<string, unknown> | ((fresh: StoredObject) => Record<string, unknown>);
   /**
    * Looked at on the fresh object: true means the work is already recorded (for example the
    * condition is already True for this generation), so nothing is written.
@@ -60,7 +60,8 @@ export async function writeConditions(
     let conditions = current;
     for (const update of change.conditions)
       conditions = setCondition(conditions, { ...update, observedGeneration: ref.generation }, now());
-    return { ...fresh.status, ...change.fields, conditions };
+    const fields = typeof change.fields === 'function' ? change.fields(fresh) : change.fields;
+    return { ...fresh.status, ...fields, conditions };
   });
   if (result.outcome === 'gone') return result;
   if (result.outcome === 'written') return result;

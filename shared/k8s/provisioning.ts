@@ -7,6 +7,7 @@ import type { KubeClients } from './clients.js';
 import { completeStep, reportFailure, type Failure, type Success } from './step-report.js';
 import { provisioningsResource } from './resources.js';
 import { getCustomObject } from './custom-objects.js';
+import { recordedBy, replyIdFor } from './step-causes.js';
 import type { StatusTarget } from './status-writer.js';
 import type { ObjectIdentity, StoredObject } from './stored-object.js';
 
@@ -104,7 +105,8 @@ export interface ProvisioningSuccess<T extends ChainEventType> extends Success {
 /**
  * The success twin of `failProvisioning`: the step True, `Ready` as given, a Normal Event, and
  * the chain event to reply with, or undefined when the success was already recorded for this
- * generation, or the Provisioning moved on (stale) or is gone.
+ * generation by another event, or the Provisioning moved on (stale) or is gone. The same cause
+ * delivered again (a retry racing the delivery that timed out) gets the same reply, same id.
  */
 export async function completeProvisioningStep<T extends ChainEventType>(
   clients: KubeClients,
@@ -126,14 +128,15 @@ export async function completeProvisioningStep<T extends ChainEventType>(
     },
     log,
   );
-  if (result.outcome !== 'written') return undefined;
+  const again = result.outcome === 'already-done' && recordedBy(result.object.status, step.step, step.cause);
+  if (result.outcome !== 'written' && !again) return undefined;
+  if (again) log?.info('step already done by this same event: its reply is sent again', { step: step.step });
+  const id = replyIdFor(step.step, step.cause);
   return chainEvent(
     announce.type,
     functionName,
     provisioningSubject(ref.namespace, ref.name),
     announce.data,
-    {
-      cluster: announce.cluster,
-    },
+    { cluster: announce.cluster, ...(id ? { id } : {}) },
   );
 }

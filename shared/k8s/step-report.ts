@@ -11,6 +11,7 @@ import type { StatusTarget } from './status-writer.js';
 import { recordEvent } from './events.js';
 import type { ObjectIdentity, StoredObject } from './stored-object.js';
 import type { Condition } from '../schemas/kube.js';
+import { causesAfter, stepCausesField, type StepCause } from './step-causes.js';
 
 /**
  * How a step ends, written the same way by every function: the step's condition, the summary
@@ -88,6 +89,12 @@ export interface Success {
    * written and no Event is sent. Default: the step is True for the generation.
    */
   alreadyDone?: (conditions: Condition[], fresh: StoredObject) => boolean;
+  /**
+   * The event this step answers (shared/k8s/step-causes.ts): recorded in `status.stepCauses`
+   * with the success, so a redelivery of it gets the same reply. None (the sweep): the step's
+   * entry is dropped.
+   */
+  cause?: StepCause;
 }
 
 export type SuccessReport = Success & StepTarget;
@@ -103,8 +110,12 @@ export async function completeStep(
   report: SuccessReport,
   log?: Logger,
 ): Promise<ConditionWriteResult> {
-  const { step, reason, message, ready } = report;
-  return writeStep(clients, report, 'Normal', log, {
+  const { step, reason, message, ready, cause } = report;
+  const fields = (fresh: StoredObject) => ({
+    ...report.fields,
+    [stepCausesField]: causesAfter(fresh.status, step, cause),
+  });
+  return writeStep(clients, { ...report, fields }, 'Normal', log, {
     conditions: [
       { type: step, status: 'True', reason, message },
       { type: 'Ready', ...ready },
@@ -116,7 +127,11 @@ export async function completeStep(
 /** Both endings: the conditions (and fields) for the generation, then the Event when they were written. */
 async function writeStep(
   clients: KubeClients,
-  report: StepTarget & { reason: string; message: string },
+  report: Omit<StepTarget, 'fields'> & {
+    reason: string;
+    message: string;
+    fields?: ConditionChange['fields'];
+  },
   eventType: 'Normal' | 'Warning',
   log: Logger | undefined,
   change: Omit<ConditionChange, 'fields'>,

@@ -3,7 +3,8 @@
  * 127.0.0.1:<port> (with their usual bearer token), the proxy talks HTTPS to the real server.
  * Faults: `cut()` (the API server is gone: open connections reset, new ones refused) and
  * `restore()` on the same port; `failNext()` (answer matching requests with a status, e.g. 409
- * on status writes or 500); `dropWatches()` (end every open watch stream).
+ * on status writes or 500); `dropWatches()` (end every open watch stream). Response heads are
+ * passed on at once, as the API server sends them (a quiet watch has a head and no body).
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -106,6 +107,10 @@ export async function startApiProxy(upstream: KubeConfig): Promise<ApiProxy> {
       },
       (upstreamResponse) => {
         response.writeHead(upstreamResponse.statusCode ?? 502, upstreamResponse.headers);
+        // Node sends the head with the first body chunk; a watch from a resourceVersion has
+        // none until something changes, and the client waits for the head (client-node's Watch
+        // resolves on it): host-lookup's BareMetalHost watch never connected through here.
+        response.flushHeaders();
         upstreamResponse.pipe(response);
         if (/[?&]watch=(true|1)/.test(info.url)) {
           const handle = {

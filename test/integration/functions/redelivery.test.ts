@@ -1,0 +1,112 @@
+/**
+ * Idempotent replies (shared/k8s/step-causes.ts). The broker delivers at least once: a delivery
+ * that times out while the function still works (a loaded machine) is delivered again, and the
+ * retry finds the step done. Before, it replied nothing, so the chain's next event (sent as the
+ * reply of the timed-out request, to nobody) was lost until the sweep: Provisionings stalled
+ * after HostsResolved. Now the same event gets the same reply, same id, rebuilt from the API;
+ * any other event that finds the step done (a status write's echo) still gets nothing.
+ *
+ * Real API server, the functions' real HTTP servers; the harness plays the broker's retry by
+ * posting the same CloudEvent (same source and id) again and dropping the first reply.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CloudEvent } from 'cloudevents';
+import { EventTypes } from '../../../shared/events/types.js';
+import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
+import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
+import { useTestCluster } from '../../support/cluster.js';
+import { ChainHarness, sourceEvent } from './support/chain-harness.js';
+import {
+  conditionOf,
+  createBareMetalHost,
+  createProvisioning,
+  provisioningObject,
+  readProvisioning,
+} from './support/fixtures.js';
+
+const cluster = useTestCluster();
+const mac = (i: number) => `dd:00:00:00:00:${String(i).padStart(2, '0')}`;
+
+describe('a redelivered event gets the reply it got the first time', () => {
+  let harness: ChainHarness;
+  const ns = () => cluster.namespace;
+  const provisioning = (name: string, i: number) =>
+    createProvisioning(
+      cluster.kubeConfig,
+      provisioningObject({ name, namespace: ns(), cluster: name, masters: [{ label: 'm', mac: mac(i) }] }),
+    );
+  /** The same CloudEvent as the broker's retry sends it: same source, id and data. */
+  const again = (event: CloudEvent<unknown>) => new CloudEvent<unknown>({ ...event });
+
+  beforeAll(async () => {
+    for (let i = 1; i <= 3; i++)
+      await createBareMetalHost(cluster.kubeConfig, {
+        name: `h-${i}`,
+        namespace: ns(),
+        bootMac: mac(i),
+        nics: [{ name: 'eth0', mac: mac(i), ip: `10.40.0.${i}` }],
+      });
+    harness = new ChainHarness(cluster.kubeConfig, { BMH_NAMESPACE: ns(), IP_SOURCES: 'nics' });
+    await harness.start([hostLookup, inventoryRender]);
+  });
+  afterAll(() => harness?.stop());
+
+  it('host-lookup: the add delivered again after its reply was lost replies hosts.resolved again', async () => {
+    const created = await provisioning('lost-reply', 1);
+    const add = sourceEvent('add', created);
+    const first = await harness.deliver('host-lookup', add);
+    expect([first.status, first.reply?.type]).toEqual([200, EventTypes.hostsResolved]);
+    // The first reply went to a delivery that timed out; the broker's retry:
+    const retry = await harness.deliver('host-lookup', again(add));
+    expect([retry.status, retry.reply?.type]).toEqual([200, EventTypes.hostsResolved]);
+    expect(retry.reply?.id).toBe(first.reply?.id);
+    expect(retry.reply?.data).toEqual(first.reply?.data);
+
+    // The echo of a status write (another event) finds the step done and says nothing.
+    const live = await readProvisioning(cluster.kubeConfig, ns(), 'lost-reply');
+    const echo = await harness.deliver('host-lookup', sourceEvent('update', live));
+    expect([echo.status, echo.reply]).toEqual([204, undefined]);
+    // Nor does another add of the same object (another id: not this step's cause).
+    const other = await harness.deliver('host-lookup', sourceEvent('add', created));
+    expect([other.status, other.reply]).toEqual([204, undefined]);
+
+    // The rebuilt reply goes on down the chain.
+    const rendered = await harness.deliver('inventory-render', retry.reply as CloudEvent<unknown>);
+    expect(rendered.reply?.type).toBe(EventTypes.inventoryRendered);
+    expect(
+      conditionOf(await readProvisioning(cluster.kubeConfig, ns(), 'lost-reply'), 'InventoryRendered'),
+    ).toMatchObject({ status: 'True', observedGeneration: 1 });
+  });
+
+  it('host-lookup: a retry racing the delivery that timed out gets the same reply too', async () => {
+    const created = await provisioning('racing-retry', 2);
+    const add = sourceEvent('add', created);
+    const both = await Promise.all([
+      harness.deliver('host-lookup', add),
+      harness.deliver('host-lookup', again(add)),
+    ]);
+    expect(both.map((d) => [d.status, d.reply?.type])).toEqual([
+      [200, EventTypes.hostsResolved],
+      [200, EventTypes.hostsResolved],
+    ]);
+    expect(both[0]?.reply?.id).toBe(both[1]?.reply?.id);
+  });
+
+  it('inventory-render: hosts.resolved delivered again replies inventory.rendered again; another does not', async () => {
+    const created = await provisioning('lost-render', 3);
+    const resolved = (await harness.deliver('host-lookup', sourceEvent('add', created)))
+      .reply as CloudEvent<unknown>;
+    expect(resolved.type).toBe(EventTypes.hostsResolved);
+    const first = await harness.deliver('inventory-render', resolved);
+    expect([first.status, first.reply?.type]).toEqual([200, EventTypes.inventoryRendered]);
+    const retry = await harness.deliver('inventory-render', again(resolved));
+    expect([retry.status, retry.reply?.type]).toEqual([200, EventTypes.inventoryRendered]);
+    expect(retry.reply?.id).toBe(first.reply?.id);
+    expect(retry.reply?.data).toEqual(first.reply?.data);
+
+    // The sweep's own hosts.resolved (a fresh id) finds the inventory rendered: nothing.
+    const fresh = new CloudEvent<unknown>({ ...resolved, id: 'sweep-redrive-1' });
+    const other = await harness.deliver('inventory-render', fresh);
+    expect([other.status, other.reply]).toEqual([204, undefined]);
+  });
+});
