@@ -6,6 +6,7 @@ import { functionServerBench } from './function-server.js';
 import { fleetScaleBench } from './fleet-scale.js';
 import { functionsBench } from './functions.js';
 import { imagesBench } from './images.js';
+import { knativeBench } from './knative.js';
 import { resolutionBench } from './resolution.js';
 import { softwareLifecycleBench } from './software-lifecycle.js';
 import { sshFanoutBench } from './ssh-fanout.js';
@@ -31,6 +32,7 @@ const benches: BenchModule[] = [
   imagesBench,
   clusterBench,
   fleetScaleBench,
+  knativeBench,
 ];
 
 // `npm run bench -- broker functions` runs only the modules whose names contain one of the words.

@@ -1,0 +1,154 @@
+/**
+ * Knative objects and the event recorder pod (test/fixtures/node/event-recorder.mjs) for the
+ * suites and the bench on real Knative Eventing. No jest here: the bench imports it too.
+ */
+import {
+  AppsV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  type KubeConfig,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import { z } from 'zod';
+import { waitFor } from '../../local/control-plane/wait.js';
+
+const conditionsSchema = z.looseObject({
+  status: z
+    .looseObject({
+      conditions: z
+        .array(z.looseObject({ type: z.string(), status: z.string(), message: z.string().optional() }))
+        .optional(),
+      address: z.looseObject({ url: z.string().optional() }).optional(),
+    })
+    .optional(),
+});
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+/** Waits until a Knative object's Ready condition is True; resolves with its status. */
+export async function waitForKnativeReady(kubeConfig: KubeConfig, ref: ObjectRef, timeoutMs = 120_000) {
+  const client = KubernetesObjectApi.makeApiClient(kubeConfig);
+  return waitFor(
+    async () => {
+      const object = conditionsSchema.parse(
+        await client.read({
+          apiVersion: ref.apiVersion,
+          kind: ref.kind,
+          metadata: { name: ref.name, namespace: ref.namespace },
+        }),
+      );
+      const ready = object.status?.conditions?.find((c) => c.type === 'Ready');
+      if (ready?.status === 'True') return object.status;
+      throw new Error(`Ready ${ready?.status ?? 'absent'}: ${ready?.message ?? ''}`);
+    },
+    { what: `${ref.kind} ${ref.namespace}/${ref.name} to be Ready`, timeoutMs, intervalMs: 500 },
+  );
+}
+
+/** Creates the objects (in `namespace` unless they name one). */
+export async function createObjects(kubeConfig: KubeConfig, namespace: string, objects: KubernetesObject[]) {
+  const client = KubernetesObjectApi.makeApiClient(kubeConfig);
+  for (const object of objects)
+    await client.create({ ...object, metadata: { namespace, ...object.metadata } } as KubernetesObject);
+}
+
+/** The MT broker's ingress as the test process reaches it: the ClusterIP of its Service. */
+export async function brokerIngressBase(kubeConfig: KubeConfig): Promise<string> {
+  const service = await kubeConfig
+    .makeApiClient(CoreV1Api)
+    .readNamespacedService({ name: 'broker-ingress', namespace: 'knative-eventing' });
+  return `http://${service.spec?.clusterIP}:80`;
+}
+
+export const recordSchema = z.array(
+  z.object({
+    path: z.string(),
+    method: z.string(),
+    headers: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
+    body: z.string(),
+    at: z.string(),
+    answeredAt: z.string().optional(),
+    status: z.number().optional(),
+  }),
+);
+export type RecordedRequest = z.infer<typeof recordSchema>[number];
+
+export interface Recorder {
+  /** As Knative resolves it: the recorder's Service. */
+  ref: { apiVersion: 'v1'; kind: 'Service'; name: string };
+  /** `http://<pod IP>:8080/`: the recorder as this process reaches it. */
+  baseUrl: string;
+  /** What it received so far. */
+  received(): Promise<RecordedRequest[]>;
+  /** Answers every held request (path /hold). */
+  release(): Promise<void>;
+}
+
+/** Starts the event recorder (a Deployment and a Service named `name`) and waits until it is ready. */
+export async function startRecorder(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name = 'recorder',
+): Promise<Recorder> {
+  const labels = { 'app.kubernetes.io/name': name };
+  await createObjects(kubeConfig, namespace, [
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: {
+            containers: [
+              {
+                name: 'recorder',
+                image: 'bpa.local/test/event-recorder:1',
+                ports: [{ containerPort: 8080 }],
+                readinessProbe: { httpGet: { path: '/health', port: 8080 }, periodSeconds: 1 },
+              },
+            ],
+          },
+        },
+      },
+    } as KubernetesObject,
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name },
+      spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+    } as KubernetesObject,
+  ]);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const apps = kubeConfig.makeApiClient(AppsV1Api);
+  const podIp = await waitFor(
+    async () => {
+      const deployment = await apps.readNamespacedDeployment({ name, namespace });
+      if ((deployment.status?.readyReplicas ?? 0) < 1) return undefined;
+      const pods = await core.listNamespacedPod({
+        namespace,
+        labelSelector: `app.kubernetes.io/name=${name}`,
+      });
+      return pods.items.find((p) =>
+        p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      )?.status?.podIP;
+    },
+    { what: `recorder ${namespace}/${name} to be ready`, timeoutMs: 60_000, intervalMs: 300 },
+  );
+  const base = `http://${podIp}:8080`;
+  return {
+    ref: { apiVersion: 'v1', kind: 'Service', name },
+    baseUrl: `${base}/`,
+    received: async () => recordSchema.parse(await (await fetch(`${base}/received`)).json()),
+    release: async () => {
+      await fetch(`${base}/release`, { method: 'POST' });
+    },
+  };
+}
