@@ -169,7 +169,11 @@ async function runLiveViewOnly(
  * The chain on real Knative Eventing on the one-machine cluster, with the live view on the
  * node's gateway address (where the pods reach it) fed by a Trigger with an empty filter.
  */
-async function runOnKnative(options: DevOptions, io: CliIO, stopped: Promise<NodeJS.Signals>): Promise<number> {
+async function runOnKnative(
+  options: DevOptions,
+  io: CliIO,
+  stopped: Promise<NodeJS.Signals>,
+): Promise<number> {
   const say = (line: string) => io.stdout(`${line}\n`);
   let cluster: StackCluster | undefined;
   let liveView: Awaited<ReturnType<typeof startLiveView>> | undefined;
@@ -207,12 +211,18 @@ async function runOnKnative(options: DevOptions, io: CliIO, stopped: Promise<Nod
   }
   for (const note of knative.notes) say(`  serving overlay: ${note}`);
   const rows: [string, string][] = [
-    ['engine', `Knative Eventing ${knative.install.version} (real: built from its Go modules, its own config/)`],
+    [
+      'engine',
+      `Knative Eventing ${knative.install.version} (real: built from its Go modules, its own config/)`,
+    ],
     ['broker', `${knative.ingressBase}/bpa-system/default`],
     ['functions', 'pods in bpa-system (kubectl get pods -n bpa-system)'],
     ['live view', liveView!.url],
     ['kubeconfig', cluster!.kubeconfigPath],
-    ['check', `kubectl --kubeconfig ${cluster!.kubeconfigPath} get brokers,triggers,apiserversources,pingsources -A`],
+    [
+      'check',
+      `kubectl --kubeconfig ${cluster!.kubeconfigPath} get brokers,triggers,apiserversources,pingsources -A`,
+    ],
   ];
   const width = Math.max(...rows.map(([label]) => label.length));
   io.stdout(rows.map(([label, value]) => `  ${label.padEnd(width)}  ${value}`).join('\n') + '\n');
