@@ -16,6 +16,7 @@ import { startStackCluster } from '../local/stack/cluster.js';
 import {
   brokerIngressBase,
   createObjects,
+  mtBroker,
   startRecorder,
   waitForKnativeReady,
 } from '../test/support/knative-objects.js';
@@ -187,18 +188,7 @@ export const knativeBench = {
         [1, 2, 3, 4].map((i) => startRecorder(cluster.kubeConfig, ns, `subscriber-${i}`)),
       );
       await createObjects(cluster.kubeConfig, ns, [
-        {
-          apiVersion: 'eventing.knative.dev/v1',
-          kind: 'Broker',
-          metadata: {
-            name: 'default',
-            annotations: {
-              'eventing.knative.dev/broker.class': 'MTChannelBasedBroker',
-              'messaging.knative.dev/async-handler': 'true',
-            },
-          },
-          spec: {},
-        } as KubernetesObject,
+        mtBroker('default', { async: true }),
         ...recorders.map(
           (r, i) =>
             ({

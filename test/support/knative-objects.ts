@@ -152,3 +152,19 @@ export async function startRecorder(
     },
   };
 }
+
+/** A Broker of the MT channel broker class; `async` copies the async handler to its channel. */
+export function mtBroker(name: string, options: { async?: boolean } = {}): KubernetesObject {
+  return {
+    apiVersion: 'eventing.knative.dev/v1',
+    kind: 'Broker',
+    metadata: {
+      name,
+      annotations: {
+        'eventing.knative.dev/broker.class': 'MTChannelBasedBroker',
+        ...(options.async ? { 'messaging.knative.dev/async-handler': 'true' } : {}),
+      },
+    },
+    spec: {},
+  } as KubernetesObject;
+}

@@ -17,6 +17,7 @@ import {
   brokerIngressBase,
   createObjects,
   describeOnKnative,
+  mtBroker,
   startRecorder,
   waitForKnativeReady,
   type RecordedRequest,
@@ -64,18 +65,7 @@ function triggers(subscriber: string): KubernetesObject[] {
   );
 }
 
-const brokerObject = {
-  apiVersion: 'eventing.knative.dev/v1',
-  kind: 'Broker',
-  metadata: {
-    name: 'default',
-    annotations: {
-      'eventing.knative.dev/broker.class': 'MTChannelBasedBroker',
-      'messaging.knative.dev/async-handler': 'true',
-    },
-  },
-  spec: {},
-} as KubernetesObject;
+const brokerObject = mtBroker('default', { async: true });
 
 /** The event scripts: one event each, in binary mode, with an extension of its own. */
 const scripts: { name: string; type: string; id: string; ttl?: string }[] = [

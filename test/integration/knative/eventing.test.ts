@@ -14,23 +14,13 @@ import {
   brokerIngressBase,
   createObjects,
   describeOnKnative,
+  mtBroker,
   startRecorder,
   waitForKnativeReady,
   type Recorder,
 } from '../../support/knative.js';
 
 const cluster = useTestCluster({ namespacePrefix: 'knative' });
-
-const broker = (name: string, annotations: Record<string, string> = {}): KubernetesObject =>
-  ({
-    apiVersion: 'eventing.knative.dev/v1',
-    kind: 'Broker',
-    metadata: {
-      name,
-      annotations: { 'eventing.knative.dev/broker.class': 'MTChannelBasedBroker', ...annotations },
-    },
-    spec: {},
-  }) as KubernetesObject;
 
 const trigger = (name: string, brokerName: string, type: string, path: string): KubernetesObject =>
   ({
@@ -69,8 +59,8 @@ describeOnKnative('Knative Eventing on the one-machine cluster', () => {
   beforeAll(async () => {
     recorder = await startRecorder(cluster.kubeConfig, cluster.namespace);
     await createObjects(cluster.kubeConfig, cluster.namespace, [
-      broker('sync'),
-      broker('async', { 'messaging.knative.dev/async-handler': 'true' }),
+      mtBroker('sync'),
+      mtBroker('async', { async: true }),
       trigger('wanted', 'sync', 'test.wanted', '/ok'),
       trigger('unwanted', 'sync', 'test.unwanted', '/status/500'),
       trigger('sync-hold', 'sync', 'test.hold', '/hold'),
