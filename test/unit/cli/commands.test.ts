@@ -42,3 +42,30 @@ describe('bpa command index', () => {
     expect(out.stderr).toBe(`bpa: unknown command 'deploy'\n\n${topLevelUsage()}`);
   });
 });
+
+describe('--engine', () => {
+  it.each([
+    [['dev', '--engine', 'rabbit'], '--engine must be embedded or knative, not "rabbit"'],
+    [
+      ['dev', '--engine', 'knative', '--kubeconfig', 'k.yaml'],
+      '--kubeconfig cannot be used with --engine knative',
+    ],
+    [['dev', '--engine', 'knative', '--replay'], "Knative's ApiServerSource never replays"],
+    [['demo', '--engine', 'kafka'], '--engine must be embedded or knative, not "kafka"'],
+    [['demo', '--engine', 'knative', '--no-node'], '--engine knative runs Knative on the node'],
+  ])('bpa %j is a usage error (exit 2) naming the problem, before anything starts', async (argv, message) => {
+    const { out, io } = capture();
+    expect(await main(argv, io)).toBe(2);
+    expect(out.stderr).toContain(message);
+    expect(out.stdout).toBe('');
+  });
+
+  it('is documented in both commands’ help', async () => {
+    for (const name of ['dev', 'demo']) {
+      const { out, io } = capture();
+      await main([name, '--help'], io);
+      expect(out.stdout).toMatch(/--engine (E|embedded\|knative)/);
+      expect(out.stdout).toContain('knative');
+    }
+  });
+});
