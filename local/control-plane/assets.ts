@@ -47,7 +47,8 @@ export function binaryCacheDir(env: NodeJS.ProcessEnv = process.env, root = repo
   );
 }
 
-const isExecutable = (path: string) => {
+/** Whether `path` is a file this process may execute. */
+export const isExecutable = (path: string) => {
   try {
     accessSync(path, constants.X_OK);
     return true;

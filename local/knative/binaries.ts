@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { BpaError } from '../../shared/errors.js';
-import { pinnedVersion } from '../control-plane/assets.js';
+import { isExecutable, pinnedVersion } from '../control-plane/assets.js';
 import { repoRoot } from '../control-plane/repo-root.js';
 
 /** The two Knative sets engines/build.sh builds (docs/knative.md). */
@@ -56,15 +55,6 @@ export function knativeBinaryDir(
     set === 'knative' ? `knative-eventing-${versions.eventing}` : `knative-serving-${versions.serving}`,
   );
 }
-
-const isExecutable = (path: string) => {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** The set's binaries that are not there yet (empty: nothing to build). */
 export function missingKnativeBinaries(set: KnativeSet, env: NodeJS.ProcessEnv = process.env): string[] {

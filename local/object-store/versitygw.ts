@@ -1,28 +1,19 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { BpaError } from '../../shared/errors.js';
 import { freeLoopbackPort } from '../control-plane/free-port.js';
 import { startManagedProcess, type ManagedProcess } from '../control-plane/managed-process.js';
-import { pinnedVersion } from '../control-plane/assets.js';
+import { isExecutable, pinnedVersion } from '../control-plane/assets.js';
 import { repoRoot } from '../control-plane/repo-root.js';
 
 /** versitygw's pinned version (engines/versions.env). */
 export function versitygwVersion(root = repoRoot()): string {
   return pinnedVersion('VERSITYGW_VERSION', root);
 }
-
-const isExecutable = (path: string) => {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * The versitygw binary: TEST_ASSET_VERSITYGW, else the per-version cache, else a build
