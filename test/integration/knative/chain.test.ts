@@ -53,6 +53,7 @@ let cluster: StackCluster;
 let stack: KnativeStack;
 let namespace: string;
 let workDir: string;
+let leaseFile: string;
 
 const core = () => cluster.kubeConfig.makeApiClient(CoreV1Api);
 const batch = () => cluster.kubeConfig.makeApiClient(BatchV1Api);
@@ -63,6 +64,12 @@ const hosts = {
   steady: { label: 'steady-1', mac: '52:54:00:c4:00:02', ip: '10.20.0.2' },
   doomed: { label: 'doomed-1', mac: '52:54:00:c4:00:03', ip: '10.20.0.3' },
 } as const;
+
+/** The lease file's text: an active lease for each of `names`. */
+const leasesFor = (...names: (keyof typeof hosts)[]) =>
+  renderIscLeaseFile(
+    names.map((name) => ({ ...hosts[name], role: 'master', bmhName: `${name}-host`, inLeaseFile: true })),
+  );
 
 /** `kubectl` against the suite's cluster; resolves with stdout. */
 async function kubectl(args: string[], input?: string): Promise<string> {
@@ -131,16 +138,17 @@ async function hostLookupEvents(name: string, verb: string) {
     );
 }
 
-/** What host-lookup's pod logged so far (its structured lines). */
-async function hostLookupLog(): Promise<string> {
+/** What the running pod of the manifests' Deployment `service` logged so far, through the API. */
+async function podLog(service: string): Promise<string> {
   const pods = await core().listNamespacedPod({
     namespace: 'bpa-system',
-    labelSelector: 'serving.knative.dev/service=host-lookup',
+    labelSelector: `serving.knative.dev/service=${service}`,
   });
   const pod = pods.items.find((p) => p.status?.phase === 'Running');
-  if (!pod?.metadata?.name) throw new Error('no running host-lookup pod');
+  if (!pod?.metadata?.name) throw new Error(`no running ${service} pod`);
   return core().readNamespacedPodLog({ namespace: 'bpa-system', name: pod.metadata.name });
 }
+const hostLookupLog = () => podLog('host-lookup');
 
 const provisioningFor = (name: keyof typeof hosts) =>
   provisioningObject({
@@ -169,12 +177,9 @@ describeOnKnative('the chain on real Knative Eventing (its own cluster)', () => 
     namespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('kchain'));
     await createKudSshKeySecret(cluster.kubeConfig, namespace);
     workDir = await mkdtemp(join(tmpdir(), 'bpa-kchain-'));
-    const leaseFile = join(workDir, 'dhcpd.leases');
+    leaseFile = join(workDir, 'dhcpd.leases');
     // Only `late` has a lease: its BareMetalHost, created later, has no IP on its NIC.
-    await writeFile(
-      leaseFile,
-      renderIscLeaseFile([{ ...hosts.late, role: 'master', bmhName: 'late-host', inLeaseFile: true }]),
-    );
+    await writeFile(leaseFile, leasesFor('late'));
     for (const name of ['steady', 'doomed'] as const)
       await createBareMetalHost(cluster.kubeConfig, {
         name: `${name}-host`,
