@@ -117,7 +117,7 @@ async function postEvents(url: string, count: number): Promise<number> {
 }
 
 export const knativeBench = {
-  name: 'Knative Eventing (real, on the one-machine cluster) beside the embedded broker',
+  name: 'Knative Eventing (real, on the one-machine cluster) beside the embedded engine',
   run: async (print: (line: string) => void) => {
     buildRecords(print);
     const dir = mkdtempSync(join(tmpdir(), 'bpa-bench-knative-'));
