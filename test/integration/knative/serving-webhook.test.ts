@@ -28,7 +28,7 @@ import {
   type ServingWebhookInstall,
 } from '../../../local/knative/serving-webhook.js';
 import { startStackCluster, type StackCluster } from '../../../local/stack/cluster.js';
-import { noKnativeReason } from '../../support/knative.js';
+import { describeOnKnative } from '../../support/knative.js';
 import {
   kustomize,
   kustomizeWithComponents,
@@ -104,18 +104,8 @@ const withTemplateSpec = (change: Record<string, unknown>): KubeObject => {
 };
 const denial = (webhook: string) => `admission webhook "${webhook}" denied the request`;
 
-/**
- * Runs where the run's Knative suites run: it needs the node, and BPA_TEST_KNATIVE=0 (no Knative
- * builds) leaves it out too; otherwise it skips, saying why.
- */
-function describeWithServingWebhook(name: string, body: () => void): void {
-  const reason = noKnativeReason();
-  if (!reason) return describe(name, body);
-  process.stderr.write(`[knative-serving] skipping "${name}": ${reason}\n`);
-  describe.skip(`${name} (skipped: ${reason})`, body);
-}
-
-describeWithServingWebhook("Knative Serving's admission webhook on a cluster of its own", () => {
+// Skips where the other Knative suites skip (no node, BPA_TEST_KNATIVE=0), saying why.
+describeOnKnative("Knative Serving's admission webhook on a cluster of its own", () => {
   beforeAll(async () => {
     await ensureKnativeBinaries('knative-serving', {
       onProgress: (line) => process.stderr.write(`[knative-serving] ${line}\n`),
