@@ -41,6 +41,8 @@ export interface StackOptions {
   log: (line: string) => void;
   /** Every delivery attempt the broker makes (the stack's own live-view Trigger excluded). */
   onDelivery?: (record: DeliveryRecord) => void;
+  /** Every event the manifests' dead-letter sink receives, with its knativeerror* extensions. */
+  onDeadLetter?: (event: { attributes: Record<string, unknown>; data?: unknown }) => void;
   /** Extra env for every function, and per function (e.g. SSH_PORT for the demo lab). */
   functionsEnv?: Env;
   functionEnvFor?: Partial<Record<FunctionName, Env>>;
@@ -58,6 +60,11 @@ export interface StackOptions {
   externalFunctions?: Partial<Record<FunctionName, string>>;
   /** The kustomize directory read for Broker, Trigger and source objects. Default `<repo>/manifests`. */
   manifestsDir?: string;
+  /**
+   * Brokers, Triggers and sources added to the manifests' (a test's recorder Trigger), as
+   * startKnativeStack's `extraObjects` are on the real engine. Their namespace defaults to bpa-system.
+   */
+  extraObjects?: KubernetesObject[];
 }
 
 export interface Stack {
@@ -93,7 +100,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const host = options.host ?? '127.0.0.1';
   const say = options.log;
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
-  const objects = loadKustomization(manifestsDir);
+  const objects = [
+    ...loadKustomization(manifestsDir),
+    ...(options.extraObjects ?? []).map((o) => ({
+      ...o,
+      metadata: { namespace: stackNamespace, ...o.metadata },
+    })),
+  ];
   const logFile: LogFile = openLogFile(options.logFile ?? defaultLogFile(), options.logLevel);
   const log = logFile.logger('stack');
   const cleanups: (() => Promise<void> | void)[] = [() => logFile.close()];
@@ -125,11 +138,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       kubeConfig: api.kubeConfig,
       recordReceived: false,
       log: logFile.logger('live-view'),
-      onDeadLetter: (event) =>
+      onDeadLetter: (event) => {
         say(
           `dead letter  ${event.type}  ${event.subject ?? '-'}  ` +
             `(${String(event.attributes.knativeerrorcode ?? '?')} from ${String(event.attributes.knativeerrordest ?? '?')})`,
-        ),
+        );
+        options.onDeadLetter?.(event);
+      },
     });
     cleanups.push(() => liveView.stop());
 

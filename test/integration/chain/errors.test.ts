@@ -1,0 +1,272 @@
+/**
+ * The contract's errors through the whole chain, on both engines (test/support/chain-engine.ts):
+ * every error of contract section 5 ends as HostsResolved and Ready False with the exact message,
+ * one Warning Event with a specific reason, and no Job; a host that appears later is picked up by
+ * the sweep (the manifests' PingSource, once a minute); a KUD Job that fails ends as KudInstalled
+ * and Ready False with the contract's message and the failed pod's name. Driven only through the
+ * API server: the events come from the engine's ApiServerSources and PingSource.
+ *
+ * IMITATION: the KUD installer is the test image bpa.local/test/kud-waits:1
+ * (test/fixtures/node/kud-installers/waits), which exits with the code the suite releases it with;
+ * the hosts are BareMetalHosts with inspected NICs and an ISC lease file written by the suite.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect, it } from '@jest/globals';
+import { BatchV1Api, CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
+import { inventoryConfigMapName, kudJobName } from '../../../shared/core/names.js';
+import { describeOnEngines, useChainEngine, type ChainEngine } from '../../support/chain-engine.js';
+import { createObjects } from '../../support/knative-objects.js';
+import { createKudSshKeySecret, kudTestImage } from '../../support/node.js';
+import {
+  conditionOf,
+  createBareMetalHost,
+  provisioningObject,
+  readProvisioning,
+  type NodeSpec,
+} from '../functions/support/fixtures.js';
+
+interface ErrorCase {
+  name: string;
+  clusterType?: string;
+  masters: NodeSpec[];
+  workers?: NodeSpec[];
+  reason: string;
+  message: string;
+}
+
+// Hosts: ee:..:01 has an IP on its NIC, ee:..:02 is known but has no IP anywhere.
+const cases: ErrorCase[] = [
+  {
+    name: 'host-not-found',
+    masters: [{ label: 'master-1', mac: 'EE:EE:00:00:00:99' }],
+    reason: 'HostNotFound',
+    message: 'Host with MAC Address ee:ee:00:00:00:99 not found',
+  },
+  {
+    name: 'no-ip',
+    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
+    workers: [{ label: 'worker-1', mac: 'ee:ee:00:00:00:02' }],
+    reason: 'IpAddressNotFound',
+    message: 'IP address not found for host with MAC address ee:ee:00:00:00:02',
+  },
+  {
+    name: 'no-vm',
+    clusterType: 'virtlet-vm',
+    masters: [{ label: 'vm-1', mac: 'ee:ee:00:00:00:77' }],
+    reason: 'VmNotFound',
+    message: 'IP address not found for VM with MAC address ee:ee:00:00:00:77',
+  },
+  {
+    name: 'master-without-mac',
+    masters: [{ label: 'master-1', mac: '' }],
+    reason: 'MacAddressMissing',
+    message: 'MAC address for masterNode master-1 not provided',
+  },
+  {
+    name: 'same-label-other-mac',
+    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
+    workers: [{ label: 'master-1', mac: 'ee:ee:00:00:00:02' }],
+    reason: 'DuplicateNodeLabel',
+    message:
+      'A node with label master-1 already exists, modify resource and assign a different label to node with MACAddress ee:ee:00:00:00:02',
+  },
+  {
+    name: 'other-label-same-mac',
+    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
+    workers: [{ label: 'worker-1', mac: 'EE-EE-00-00-00-01' }],
+    reason: 'DuplicateMacAddress',
+    message:
+      'A node with label worker-1 already exists, modify resource and assign a different label to node with MACAddress ee:ee:00:00:00:01',
+  },
+];
+
+/** docs/deploy.md's vm-namespace.yaml for the suite's namespace. */
+const vmNamespaceRbac: KubernetesObject[] = [
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'bpa-functions:host-lookup-vms' },
+    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
+  } as KubernetesObject,
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'bpa-functions:host-lookup-vms' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'bpa-functions:host-lookup-vms' },
+    subjects: [{ kind: 'ServiceAccount', name: 'host-lookup', namespace: 'bpa-system' }],
+  } as KubernetesObject,
+];
+
+/** The host that appears later: the lease file has its IP from the start. */
+const late = { label: 'late-1', mac: '52:54:00:c4:00:01', ip: '10.20.0.1' };
+
+describeOnEngines('contract errors through the chain', (engine) => {
+  const chain: ChainEngine = useChainEngine(engine, {
+    namespacePrefix: 'chain-errors',
+    prepare: async ({ kubeConfig, namespace, workDir }) => {
+      await createKudSshKeySecret(kubeConfig, namespace);
+      await writeFile(
+        join(workDir, 'dhcpd.leases'),
+        renderIscLeaseFile([{ ...late, role: 'master', bmhName: 'late-host', inLeaseFile: true }]),
+      );
+      await createBareMetalHost(kubeConfig, {
+        name: 'with-ip',
+        namespace,
+        bootMac: 'ee:ee:00:00:00:01',
+        nics: [{ name: 'eth0', mac: 'ee:ee:00:00:00:01', ip: '10.0.0.1' }],
+      });
+      await createBareMetalHost(kubeConfig, { name: 'without-ip', namespace, bootMac: 'ee:ee:00:00:00:02' });
+      // host-lookup may list the VM pods of a VM namespace only with a Role there, which the
+      // operator adds (docs/deploy.md "Hosts and VM namespaces"; on knative the function runs as
+      // its ServiceAccount, and without it every virtlet-vm lookup is refused with 403).
+      await createObjects(kubeConfig, namespace, vmNamespaceRbac);
+    },
+    config: ({ namespace, workDir }) => ({
+      BMH_NAMESPACE: namespace,
+      VM_NAMESPACES: namespace,
+      LEASES_SOURCE: join(workDir, 'dhcpd.leases'),
+      KUD_IMAGE: kudTestImage.waits,
+      SWEEP_NAMESPACES: namespace,
+    }),
+  });
+  const core = () => chain.kubeConfig.makeApiClient(CoreV1Api);
+  const jobsOf = async (clusterName: string) =>
+    (
+      await chain.kubeConfig
+        .makeApiClient(BatchV1Api)
+        .listNamespacedJob({ namespace: chain.namespace, labelSelector: `cluster=${clusterName}` })
+    ).items;
+  const warningsOf = async (name: string) =>
+    (await core().listNamespacedEvent({ namespace: chain.namespace })).items
+      .filter((e) => e.involvedObject.name === name)
+      .map((e) => ({ type: e.type, reason: e.reason, message: e.message }));
+  const apply = (object: ReturnType<typeof provisioningObject>) =>
+    chain.kubectl(['apply', '-f', '-'], JSON.stringify(object));
+
+  it('every contract error: HostsResolved and Ready False with its message, one Warning Event, no Job', async () => {
+    const { namespace } = chain;
+    for (const { name, clusterType, masters, workers } of cases)
+      await apply(
+        provisioningObject({
+          name,
+          namespace,
+          cluster: name,
+          masters,
+          ...(workers ? { workers } : {}),
+          ...(clusterType ? { clusterType } : {}),
+        }),
+      );
+    for (const { name, reason, message } of cases) {
+      const failed = await chain.waitForCondition(name, 'HostsResolved', 'False', 120_000);
+      expect([name, conditionOf(failed, 'HostsResolved')]).toEqual([
+        name,
+        expect.objectContaining({ reason, message, observedGeneration: 1 }),
+      ]);
+      expect([name, conditionOf(failed, 'Ready')]).toEqual([
+        name,
+        expect.objectContaining({ status: 'False', reason, message }),
+      ]);
+    }
+    // One Event each, after the status writes came back as update events and the sweep ran at
+    // least once: it retries what the world can fix (HostNotFound...; shared/reasons.ts), and a
+    // repeat of the same Event bumps its count.
+    await new Promise((resolve) => setTimeout(resolve, 65_000));
+    for (const { name, reason, message } of cases) {
+      expect([name, await warningsOf(name)]).toEqual([name, [{ type: 'Warning', reason, message }]]);
+      expect([name, await jobsOf(name)]).toEqual([name, []]);
+      const after = await readProvisioning(chain.kubeConfig, namespace, name);
+      expect([name, conditionOf(after, 'HostsResolved')?.status]).toEqual([name, 'False']);
+    }
+  }, 420_000);
+
+  it('an invalid resource is a False condition (InvalidProvisioning), not a retried error', async () => {
+    await apply(
+      provisioningObject({
+        name: 'bad-cluster-label',
+        namespace: chain.namespace,
+        cluster: 'Not_A_DNS_Label',
+        masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
+      }),
+    );
+    const failed = await chain.waitForCondition('bad-cluster-label', 'HostsResolved', 'False', 120_000);
+    expect(conditionOf(failed, 'HostsResolved')).toMatchObject({ reason: 'InvalidProvisioning' });
+    expect(conditionOf(failed, 'HostsResolved')?.message).toMatch(
+      /^Provisioning .*\/bad-cluster-label is invalid: metadata\.labels\.cluster: /,
+    );
+    expect((await chain.deadLetters()).filter((d) => d.subject?.endsWith('/bad-cluster-label'))).toEqual([]);
+  }, 180_000);
+
+  it('a MAC no BareMetalHost has: HostNotFound; once the host appears the sweep takes it to JobLaunched', async () => {
+    const { namespace } = chain;
+    await apply(
+      provisioningObject({
+        name: 'late',
+        namespace,
+        cluster: 'late',
+        masters: [{ label: late.label, mac: late.mac }],
+      }),
+    );
+    const message = `Host with MAC Address ${late.mac} not found`;
+    const failed = await chain.waitForCondition('late', 'HostsResolved', 'False', 120_000);
+    expect(conditionOf(failed, 'HostsResolved')).toMatchObject({ reason: 'HostNotFound', message });
+    expect(await jobsOf('late')).toEqual([]);
+
+    // The host appears (no IP on its NIC: the lease file has it). No event names the
+    // Provisioning, so only the sweep can re-drive it.
+    await createBareMetalHost(chain.kubeConfig, {
+      name: 'late-host',
+      namespace,
+      bootMac: late.mac,
+      nics: [],
+    });
+    const launched = await chain.waitForCondition('late', 'JobLaunched', 'True', 180_000);
+    expect(conditionOf(launched, 'HostsResolved')).toMatchObject({ status: 'True' });
+    expect(launched.status?.nodes).toEqual([
+      expect.objectContaining({ label: late.label, mac: late.mac, ip: late.ip }),
+    ]);
+    const inventory = await core().readNamespacedConfigMap({
+      name: inventoryConfigMapName('late'),
+      namespace,
+    });
+    expect(inventory.data?.['hosts.ini']).toContain(late.ip);
+    const [job] = await jobsOf('late');
+    expect(job?.metadata?.name).toBe(kudJobName('late'));
+    expect(job?.spec?.template.spec?.containers[0]?.image).toBe(kudTestImage.waits);
+    await chain.releaseKudJob('late', 0);
+    await chain.waitForCondition('late', 'Ready', 'True', 180_000);
+  }, 480_000);
+
+  it('a failing KUD Job: KudInstalled and Ready False (JobFailed) with the contract message, a Warning Event', async () => {
+    const { namespace } = chain;
+    await apply(
+      provisioningObject({
+        name: 'doomed',
+        namespace,
+        cluster: 'doomed',
+        masters: [{ label: 'doomed-1', mac: 'ee:ee:00:00:00:01' }],
+      }),
+    );
+    await chain.waitForCondition('doomed', 'JobLaunched', 'True', 180_000);
+    await chain.releaseKudJob('doomed', 1);
+    const failed = await chain.waitForCondition('doomed', 'KudInstalled', 'False', 180_000);
+    const [pod] = (await core().listNamespacedPod({ namespace, labelSelector: 'job-name=kud-doomed' })).items;
+    expect(pod?.metadata?.name).toMatch(/^kud-doomed-[a-z0-9]{5}$/);
+    const message = `Job Failed, KUD not installed in Cluster doomed, check pod logs (pod ${pod?.metadata?.name})`;
+    expect(conditionOf(failed, 'KudInstalled')).toMatchObject({ status: 'False', message });
+    const ready = await chain.waitForCondition('doomed', 'Ready', 'False', 60_000);
+    expect(conditionOf(ready, 'Ready')).toMatchObject({ reason: 'JobFailed', message });
+    const [job] = await jobsOf('doomed');
+    expect(job?.status?.conditions?.find((c) => c.type === 'Failed')).toMatchObject({
+      status: 'True',
+      reason: 'BackoffLimitExceeded',
+    });
+    expect((await warningsOf('doomed')).filter((e) => e.reason === 'JobFailed')).toEqual([
+      { type: 'Warning', reason: 'JobFailed', message },
+    ]);
+    await expect(
+      core().readNamespacedConfigMap({ name: 'doomed-configmap', namespace }),
+    ).rejects.toMatchObject({ code: 404 });
+  }, 420_000);
+});
