@@ -10,9 +10,10 @@ import { repoRoot } from './control-plane/repo-root.js';
 import { startLiveView, type LiveView } from './live-view/server.js';
 import { connectApi, ensureNamespace, type StackApi } from './stack/api.js';
 import { firstFreePort } from './stack/free-port.js';
-import { isFunctionName, type FunctionName } from './stack/function-names.js';
+import { functionNames, isFunctionName, type FunctionName } from './stack/function-names.js';
 import { startFunctions, type RunningFunction } from './stack/functions.js';
 import { openLogFile, type LogFile } from './stack/log-file.js';
+import { serviceAccountKubeConfigs } from './stack/service-accounts.js';
 import { objectsOfKind } from './knative-objects.js';
 import { loadKustomization } from './stack/manifest-objects.js';
 import { startLocalSources, type LocalSources } from './stack/sources.js';
@@ -65,6 +66,12 @@ export interface StackOptions {
    * startKnativeStack's `extraObjects` are on the real engine. Their namespace defaults to bpa-system.
    */
   extraObjects?: KubernetesObject[];
+  /**
+   * Run each function as its ServiceAccount of the manifests (applied with their RBAC, rendered
+   * with these bpa-config values) instead of the stack's own credentials: the rights a function
+   * has on a cluster (local/stack/service-accounts.ts). Default: the stack's credentials.
+   */
+  serviceAccounts?: { config: Record<string, string> };
 }
 
 export interface Stack {
@@ -161,6 +168,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     };
     // The functions get their Kubernetes access injected; a KUBECONFIG in env must not matter.
     delete env.KUBECONFIG;
+    const ownKubeConfigs = options.serviceAccounts
+      ? await serviceAccountKubeConfigs({
+          kubeConfig: api.kubeConfig,
+          manifestsDir,
+          config: options.serviceAccounts.config,
+          serviceAccounts: functionNames,
+        })
+      : undefined;
     const functions: RunningFunction[] = await startFunctions({
       host,
       kubeConfig: api.kubeConfig,
@@ -168,7 +183,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       env,
       ...(options.functionEnvFor ? { envFor: options.functionEnvFor } : {}),
       logger: (name) => logFile.logger(name),
-      ...(options.functionKubeConfig ? { kubeConfigFor: options.functionKubeConfig } : {}),
+      ...(options.functionKubeConfig || ownKubeConfigs
+        ? {
+            kubeConfigFor: (name: FunctionName) =>
+              options.functionKubeConfig?.(name) ?? ownKubeConfigs?.get(name),
+          }
+        : {}),
       skip: Object.keys(options.externalFunctions ?? {}) as FunctionName[],
     });
     cleanups.push(() => Promise.all(functions.map((f) => f.server.close())).then(() => undefined));

@@ -1,15 +1,16 @@
-import { BpaError, describeError } from '../errors.js';
+import { describeError, httpStatusFor } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
 import { type GenerationRef, writeConditions } from './condition-writer.js';
 import type { StatusTarget } from './status-writer.js';
 
 /**
- * A transient fault (API hiccup) makes the handler answer 5xx so the broker retries. If the
- * retries run out the event only reaches the dead-letter sink, so the resource's status must
- * already say what is failing: this records `<type>=Unknown` with the fault's reason, best
- * effort (the same fault may stop the write too), for this generation. An Unknown condition
- * never counts as "handled": the retry and the sweep still do the step.
+ * A fault the handler answers 5xx for (an API hiccup, 503; an API refusal such as RBAC's 403 or a
+ * bug, 500) makes the broker retry. If the retries run out the event only reaches the
+ * dead-letter sink, so the resource's status must already say what is failing: this records
+ * `<type>=Unknown` with the fault's reason, best effort (the same fault may stop the write too),
+ * for this generation. An Unknown condition never counts as "handled": the retry and the sweep
+ * still do the step, so a Role the operator adds later is picked up by the next sweep.
  */
 export async function recordRetrying(
   clients: KubeClients,
@@ -19,15 +20,16 @@ export async function recordRetrying(
   error: unknown,
   log: Logger,
 ): Promise<void> {
-  if (!(error instanceof BpaError) || error.kind !== 'transient') return;
+  if (httpStatusFor(error) < 500) return;
+  const { reason, message } = describeError(error);
   try {
     await writeConditions(clients, target, ref, {
       conditions: [
         {
           type: conditionType,
           status: 'Unknown',
-          reason: error.reason,
-          message: `${error.message} (will be retried)`,
+          reason,
+          message: `${message} (will be retried)`,
         },
       ],
       alreadyDone: (conditions) =>
@@ -38,7 +40,7 @@ export async function recordRetrying(
     });
   } catch (writeError) {
     log.warn('could not record the transient failure on status', {
-      reason: error.reason,
+      reason,
       error: describeError(writeError).message,
     });
   }

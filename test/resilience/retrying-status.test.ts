@@ -3,11 +3,14 @@
  * records on the Provisioning's status what is failing (`<step>=Unknown` with the fault's
  * reason), so a user sees it even when the broker gives up. Shown for inventory-render (its
  * ConfigMap writes answer 500), kud-job-launch (its Job creates answer 500) and software-install
- * (its SSH key Secret reads answer 500); host-lookup's case is in dead-letter.test.ts.
+ * (its SSH key Secret reads answer 500), and host-lookup refused by RBAC (its VM pod list answers
+ * 403: an API refusal is retried too, so a Role added later is picked up); host-lookup's 5xx
+ * case is in dead-letter.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { CloudEvent } from 'cloudevents';
+import { definition as hostLookup } from '../../functions/host-lookup/index.js';
 import { definition as inventoryRender } from '../../functions/inventory-render/index.js';
 import { definition as kudJobLaunch } from '../../functions/kud-job-launch/index.js';
 import { definition as softwareInstall } from '../../functions/software-install/index.js';
@@ -34,16 +37,16 @@ import { clusterProvisioning, createSoftware, nodeMac } from './support/lab-clus
 
 const cluster = useTestCluster();
 
-describe('a transient fault is on status before the 5xx', () => {
+describe('a fault answered 5xx is on status before the answer', () => {
   let proxy: ApiProxy;
   const servers: RunningFunctionServer[] = [];
-  const serve = async <Config>(definition: FunctionDefinition<Config>) => {
+  const serve = async <Config>(definition: FunctionDefinition<Config>, env: Record<string, string> = {}) => {
     const server = await startFunctionServer({
       definition,
       host: '127.0.0.1',
       port: 0,
       kubeConfig: proxy.kubeConfig,
-      env: { SWEEP_NAMESPACES: cluster.namespace },
+      env: { SWEEP_NAMESPACES: cluster.namespace, ...env },
       log: silentLogger,
       tracing: false,
       processMetrics: false,
@@ -231,5 +234,39 @@ describe('a transient fault is on status before the 5xx', () => {
       }),
     );
     expect(condition?.message).toMatch(/\(will be retried\)$/);
+  });
+
+  it('host-lookup: VM pods refused (403: the VM namespace lacks its Role) → 500 and HostsResolved=Unknown KubernetesForbidden', async () => {
+    const namespace = cluster.namespace;
+    // What the API server answers a ServiceAccount without docs/deploy.md's VM namespace Role.
+    proxy.failNext(
+      (r) => r.method === 'GET' && r.url.includes(`/namespaces/${namespace}/pods`),
+      403,
+      Infinity,
+    );
+    const server = await serve(hostLookup, { VM_NAMESPACES: namespace, BMH_NAMESPACE: namespace });
+    const stored = await createProvisioning(cluster.kubeConfig, {
+      ...clusterProvisioning(namespace, 74, 'refused-vms', 1, 0),
+      metadata: {
+        name: 'refused-vms',
+        namespace,
+        labels: { cluster: 'refused-vms', 'cluster-type': 'virtlet-vm' },
+      },
+    });
+    const response = await postEvent(server.url, sourceEvent('add', stored));
+    // A refusal is retried (the operator may add the Role), and the status says why meanwhile.
+    expect(response.status).toBe(500);
+    const condition = conditionOf(
+      await readProvisioning(cluster.kubeConfig, namespace, 'refused-vms'),
+      'HostsResolved',
+    );
+    expect(condition).toEqual(
+      expect.objectContaining({
+        status: 'Unknown',
+        reason: 'KubernetesForbidden',
+        observedGeneration: stored.metadata.generation,
+      }),
+    );
+    expect(condition?.message).toMatch(/^Kubernetes API refused to .*pods.*\(will be retried\)$/);
   });
 });

@@ -234,6 +234,8 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
         logFile,
         logLevel: 'info',
         functionsEnv: config,
+        // The functions act as their ServiceAccounts of manifests/, as they do as pods on knative.
+        serviceAccounts: { config },
         extraObjects,
         onDeadLetter: (event) => {
           const attribute = (key: string) =>

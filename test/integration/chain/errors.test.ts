@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { expect, it } from '@jest/globals';
 import { BatchV1Api, CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
+import { waitFor } from '../../../local/control-plane/wait.js';
 import { inventoryConfigMapName, kudJobName } from '../../../shared/core/names.js';
 import { describeOnEngines, useChainEngine, type ChainEngine } from '../../support/chain-engine.js';
 import { createObjects } from '../../support/knative-objects.js';
@@ -118,10 +119,7 @@ describeOnEngines('contract errors through the chain', (engine) => {
         nics: [{ name: 'eth0', mac: 'ee:ee:00:00:00:01', ip: '10.0.0.1' }],
       });
       await createBareMetalHost(kubeConfig, { name: 'without-ip', namespace, bootMac: 'ee:ee:00:00:00:02' });
-      // host-lookup may list the VM pods of a VM namespace only with a Role there, which the
-      // operator adds (docs/deploy.md "Hosts and VM namespaces"; on knative the function runs as
-      // its ServiceAccount, and without it every virtlet-vm lookup is refused with 403).
-      await createObjects(kubeConfig, namespace, vmNamespaceRbac);
+      // No Role for the VM namespace yet: the first test shows what an operator who forgot it sees.
     },
     config: ({ namespace, workDir }) => ({
       BMH_NAMESPACE: namespace,
@@ -144,6 +142,46 @@ describeOnEngines('contract errors through the chain', (engine) => {
       .map((e) => ({ type: e.type, reason: e.reason, message: e.message }));
   const apply = (object: ReturnType<typeof provisioningObject>) =>
     chain.kubectl(['apply', '-f', '-'], JSON.stringify(object));
+
+  it('a VM namespace without its Role: refused, said on status, dead-lettered; the sweep finishes once the Role is added', async () => {
+    // host-lookup lists a VM namespace's pods only with the Role docs/deploy.md ("Hosts and VM
+    // namespaces") tells the operator to add; on both engines it acts as its ServiceAccount.
+    const { namespace } = chain;
+    await apply(
+      provisioningObject({
+        name: 'vm-refused',
+        namespace,
+        cluster: 'vm-refused',
+        clusterType: 'virtlet-vm',
+        masters: [{ label: 'vm-1', mac: 'ee:ee:00:00:00:78' }],
+      }),
+    );
+    const refused = await chain.waitForCondition('vm-refused', 'HostsResolved', 'Unknown', 120_000);
+    expect(conditionOf(refused, 'HostsResolved')).toMatchObject({ reason: 'KubernetesForbidden' });
+    expect(conditionOf(refused, 'HostsResolved')?.message).toMatch(
+      /^Kubernetes API refused to .*"system:serviceaccount:bpa-system:host-lookup" cannot list resource "pods".*\(will be retried\)$/,
+    );
+    // The Trigger's retries (5, exponential from 0.5 s) run out: the add reaches the dead letters.
+    const deadLetter = await waitFor(
+      async () =>
+        (await chain.deadLetters()).find(
+          (d) =>
+            d.type === 'dev.knative.apiserver.resource.add' &&
+            d.subject?.endsWith('/provisionings/vm-refused'),
+        ),
+      { what: 'the dead letter of vm-refused', timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    expect(deadLetter.errorCode).toBe('500');
+    expect(await jobsOf('vm-refused')).toEqual([]);
+
+    // The operator adds the Role; the sweep (once a minute) resolves again: no such VM.
+    await createObjects(chain.kubeConfig, namespace, vmNamespaceRbac);
+    const failed = await chain.waitForCondition('vm-refused', 'HostsResolved', 'False', 180_000);
+    expect(conditionOf(failed, 'HostsResolved')).toMatchObject({
+      reason: 'VmNotFound',
+      message: 'IP address not found for VM with MAC address ee:ee:00:00:00:78',
+    });
+  }, 420_000);
 
   it('every contract error: HostsResolved and Ready False with its message, one Warning Event, no Job', async () => {
     const { namespace } = chain;
@@ -262,9 +300,15 @@ describeOnEngines('contract errors through the chain', (engine) => {
       status: 'True',
       reason: 'BackoffLimitExceeded',
     });
-    expect((await warningsOf('doomed')).filter((e) => e.reason === 'JobFailed')).toEqual([
-      { type: 'Warning', reason: 'JobFailed', message },
-    ]);
+    // The Event is written after the status: wait for it, then there is exactly one.
+    const jobFailedEvents = await waitFor(
+      async () => {
+        const events = (await warningsOf('doomed')).filter((e) => e.reason === 'JobFailed');
+        return events.length > 0 ? events : undefined;
+      },
+      { what: 'the JobFailed Event of doomed', timeoutMs: 30_000, intervalMs: 500 },
+    );
+    expect(jobFailedEvents).toEqual([{ type: 'Warning', reason: 'JobFailed', message }]);
     await expect(
       core().readNamespacedConfigMap({ name: 'doomed-configmap', namespace }),
     ).rejects.toMatchObject({ code: 404 });

@@ -5,6 +5,10 @@
  * broker's filter code), then POST each reply on, until no reply is left. Also plays the
  * ApiServerSource (events built from live objects). Jobs are run by the real Job controller on
  * the run's node (test/support/node.ts); nothing here writes a Job's status.
+ *
+ * Function-level: a suite here sees every reply of every step. The chain suites that drive
+ * everything through the API server, on the embedded broker and on real Knative Eventing, are
+ * test/integration/chain/ (test/support/chain-engine.ts).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
