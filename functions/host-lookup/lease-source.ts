@@ -29,6 +29,10 @@ export function parseLeasesSource(text: string): LeasesSource {
   return { kind: 'file', path: text };
 }
 
+// By its code alone: fs errors need not be instances of this realm's Error (jest's VM contexts).
+const isNotFound = (error: unknown) =>
+  typeof error === 'object' && error !== null && (error as NodeJS.ErrnoException).code === 'ENOENT';
+
 // The last parse, keyed by what identifies its input (file mtime+size, ConfigMap
 // resourceVersion): a 100,000-block lease file is parsed once, not once per event.
 let cached: { key: string; index: LeaseIndex } | undefined;
@@ -43,7 +47,10 @@ async function parseCached(key: string, read: () => Promise<string> | string): P
 /**
  * The parsed lease file, or undefined when none is configured or it does not exist yet (a DHCP
  * server that has not written it): nodes then get their IPs from the other sources, and a
- * node without one fails with the contract's "IP address not found" message.
+ * node without one fails with the contract's "IP address not found" message. A lease file that
+ * is there but cannot be read (a directory in its place, a parent that is not a directory or not
+ * searchable, an I/O error) is an outage, not an absence: a transient LeasesUnreadable (503, the
+ * broker retries, HostsResolved Unknown), never a False "IP address not found" that blames the host.
  */
 export async function loadLeases(
   clients: KubeClients,
@@ -56,7 +63,9 @@ export async function loadLeases(
     try {
       info = await stat(source.path);
     } catch (error) {
-      log.warn('lease file not readable; using the other IP sources', {
+      if (!isNotFound(error))
+        throw transient('LeasesUnreadable', `Cannot read the lease file ${source.path}: ${String(error)}`);
+      log.warn('lease file not found; using the other IP sources', {
         path: source.path,
         error: describeError(error).message,
       });

@@ -292,7 +292,7 @@ export async function deliverToTrigger(
   const deadLettered = await sendToDeadLetterSink(
     deps,
     delivery,
-    deadLetterEvent(withTtl(event, ttl), trigger.subscriberUrl, failed.effectiveCode, failed.errorBody),
+    deadLetterEvent(withTtl(event, ttl), trigger.subscriberUri, failed.effectiveCode, failed.errorBody),
     outgoingTrace,
   );
   if (deadLettered === 'sent') {

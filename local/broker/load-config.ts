@@ -33,7 +33,13 @@ export interface ResolvedTrigger {
   namespace: string;
   name: string;
   broker: string;
+  /** Where this process delivers (a local stack's function on loopback). */
   subscriberUrl: string;
+  /**
+   * What Knative records as the Trigger's `status.subscriberUri` and names in a dead letter's
+   * `knativeerrordest`: the subscriber's in-cluster address (clusterAddressOf).
+   */
+  subscriberUri: string;
   filter: EventFilter;
   delivery: ResolvedDelivery;
 }
@@ -69,6 +75,31 @@ export async function resolveDestination(
   if (!destination.ref) return new URL(destination.uri!).toString();
   const base = await resolveRef({ ...destination.ref, namespace: destination.ref.namespace ?? namespace });
   return destination.uri ? new URL(destination.uri, base).toString() : new URL(base).toString();
+}
+
+/** The MT channel broker's ingress, the address Knative gives every Broker of that class. */
+const brokerIngressHost = 'broker-ingress.knative-eventing.svc.cluster.local';
+
+/**
+ * The address Knative resolves a Destination to (knative.dev/pkg resolver, URIFromDestinationV1):
+ * a core Service ref is `http://<name>.<namespace>.svc.cluster.local`, and so is a cluster-local
+ * Knative Service's `status.address.url`; a Broker ref is its ingress path; a `uri` beside a ref
+ * is resolved against it, a `uri` alone is itself. A ref of any other kind has no address this
+ * code can know: the URL `dialed` stands for it. A local stack dials its functions on loopback,
+ * but reports what a cluster would, so that a dead letter names its subscriber the same way.
+ */
+export function clusterAddressOf(destination: Destination, namespace: string, dialed: string): string {
+  const { ref } = destination;
+  if (!ref) return dialed;
+  const group = ref.apiVersion.includes('/') ? ref.apiVersion.split('/')[0] : '';
+  const refNamespace = ref.namespace ?? namespace;
+  let base: string | undefined;
+  if (ref.kind === 'Service' && (group === '' || group === 'serving.knative.dev'))
+    base = `http://${ref.name}.${refNamespace}.svc.cluster.local`;
+  else if (ref.kind === 'Broker' && group === 'eventing.knative.dev')
+    base = `http://${brokerIngressHost}/${refNamespace}/${ref.name}`;
+  if (!base) return dialed;
+  return destination.uri ? new URL(destination.uri, base).toString() : base;
 }
 
 async function resolveDelivery(
@@ -157,11 +188,13 @@ export async function loadBrokerConfig(
     } catch (error) {
       throw invalid('InvalidKnativeObject', `${where}: ${(error as Error).message}`);
     }
+    const subscriberUrl = await resolveDestination(trigger.spec.subscriber, namespace, options.resolveRef);
     broker.triggers.push({
       namespace,
       name: trigger.metadata.name,
       broker: broker.name,
-      subscriberUrl: await resolveDestination(trigger.spec.subscriber, namespace, options.resolveRef),
+      subscriberUrl,
+      subscriberUri: clusterAddressOf(trigger.spec.subscriber, namespace, subscriberUrl),
       filter,
       delivery: trigger.spec.delivery
         ? await resolveDelivery(trigger.spec.delivery, namespace, options.resolveRef, where)

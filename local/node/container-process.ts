@@ -58,6 +58,9 @@ const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
  * it writes outside its volumes, and the mount targets made for them, stay in the upper layer and
  * never reach the machine. Every other mount (/proc, /dev, /sys, the namespace's resolv.conf and
  * hosts...) is bound into the new root as is. Then it chroots into it.
+ * Caveat: overlayfs does not follow changes of its lower layer; a path the container looked up and
+ * that the machine then replaces (rename, a directory by a file) keeps its old entry in the
+ * container. Under a mount point of the machine (bound as is) lookups are live (docs/knative.md).
  */
 export function launcherScript(
   launch: Pick<ContainerLaunch, 'hostname' | 'mounts' | 'workingDir'>,

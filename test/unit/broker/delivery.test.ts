@@ -289,6 +289,38 @@ describe('broker delivery: headers and dead-letter extensions', () => {
   });
 });
 
+describe('broker delivery: knativeerrordest names the subscriber as Knative resolves it', () => {
+  it('a ref to a Knative Service: its in-cluster address, not the loopback URL dialed', async () => {
+    const subscriber = await startSubscriber(() => ({ status: 503 }));
+    const deadLetters = await startSubscriber();
+    const broker = await startBroker({
+      objects: [
+        brokerObject('default', { retry: 0 }),
+        {
+          ...triggerObject('t1', '', { delivery: { retry: 1, deadLetterSink: { uri: deadLetters.url } } }),
+          spec: {
+            broker: 'default',
+            subscriber: {
+              ref: { apiVersion: 'serving.knative.dev/v1', kind: 'Service', name: 'host-lookup' },
+            },
+            delivery: { retry: 1, deadLetterSink: { uri: deadLetters.url } },
+          },
+        },
+      ],
+      // A local stack runs the function on loopback.
+      resolveRef: () => subscriber.url,
+      log: silentLogger,
+    });
+    running.push({ subscriber, deadLetters, broker });
+    await postEvent(broker.ingressUrl('test', 'default'), ping());
+    const [dead] = await deadLetters.waitForCount(1);
+    expect(subscriber.received).toHaveLength(2);
+    // knative.dev/pkg's resolver (what the MT broker's filter dials and reports) gives no path.
+    expect(dead!.headers['ce-knativeerrordest']).toBe('http://host-lookup.test.svc.cluster.local');
+    expect(dead!.headers['ce-knativeerrorcode']).toBe('503');
+  });
+});
+
 describe('broker delivery: shutdown', () => {
   it('close() waits for in-flight deliveries to finish', async () => {
     const { subscriber, broker, records } = await started(() => ({ status: 200, delayMs: 300 }), undefined);

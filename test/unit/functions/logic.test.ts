@@ -1,10 +1,15 @@
-import { describe, expect, it } from '@jest/globals';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { conditionFor, setCondition } from '../../../shared/k8s/conditions.js';
 import { classifyApiError } from '../../../shared/k8s/api-errors.js';
 import { ApiException, type V1Job } from '@kubernetes/client-node';
 import { nextStep } from '../../../functions/host-lookup/next-step.js';
 import { decideLaunch } from '../../../functions/kud-job-launch/launch-decision.js';
-import { parseLeasesSource } from '../../../functions/host-lookup/lease-source.js';
+import { loadLeases, parseLeasesSource } from '../../../functions/host-lookup/lease-source.js';
+import type { KubeClients } from '../../../shared/k8s/clients.js';
+import { silentLogger } from '../../../shared/log.js';
 import { clusterNodesFrom } from '../../../functions/software-install/cluster-nodes.js';
 import { needsInstall } from '../../../functions/software-install/sweep.js';
 import { runDurationSeconds } from '../../../functions/kud-job-launch/job-state.js';
@@ -136,6 +141,38 @@ describe('LEASES_SOURCE', () => {
     });
     expect(() => parseLeasesSource('configmap:only-ns')).toThrow(/configmap:<namespace>\/<name>\/<key>/);
     expect(() => parseLeasesSource('relative/path')).toThrow(/absolute file path/);
+  });
+});
+
+describe('the lease file', () => {
+  let dir = '';
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'bpa-leases-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+  // A file path never touches the API.
+  const load = (path: string) => loadLeases({} as KubeClients, { kind: 'file', path }, silentLogger);
+
+  it('that does not exist yet (no DHCP server wrote it) is no lease file: the other IP sources answer', async () => {
+    await expect(load(join(dir, 'never-written.leases'))).resolves.toBeUndefined();
+  });
+
+  it('that is there but cannot be read is a transient LeasesUnreadable, for root too', async () => {
+    // A directory in its place (a bind mount made before the file existed): stat works, read fails.
+    await mkdir(join(dir, 'dir.leases'));
+    await expect(load(join(dir, 'dir.leases'))).rejects.toMatchObject({
+      kind: 'transient',
+      reason: 'LeasesUnreadable',
+      message: expect.stringMatching(/EISDIR/),
+    });
+    // A parent that is not a directory (a file mounted where a directory was meant): stat fails
+    // with ENOTDIR, which is an outage, not "no lease file yet" (it was the latter before).
+    await writeFile(join(dir, 'a-file'), '');
+    await expect(load(join(dir, 'a-file', 'dhcpd.leases'))).rejects.toMatchObject({
+      kind: 'transient',
+      reason: 'LeasesUnreadable',
+      message: expect.stringMatching(/ENOTDIR/),
+    });
   });
 });
 
