@@ -172,7 +172,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ? await serviceAccountKubeConfigs({
           kubeConfig: api.kubeConfig,
           manifestsDir,
-          config: options.serviceAccounts.config,
+          // BMH_NAMESPACE places host-lookup's BareMetalHost Role: follow the functions' env.
+          config: {
+            ...(env.BMH_NAMESPACE ? { BMH_NAMESPACE: env.BMH_NAMESPACE } : {}),
+            ...options.serviceAccounts.config,
+          },
           serviceAccounts: functionNames,
         })
       : undefined;

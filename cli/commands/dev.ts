@@ -285,7 +285,9 @@ export const devCommand: CliCommand = {
       say('bpa dev: starting the embedded stack');
       return startStack({
         ...stackOptions,
-        ...(cluster ? { kubeconfig: cluster.kubeconfigPath } : {}),
+        // On its own cluster the functions act as their ServiceAccounts of manifests/, as on a
+        // cluster; with --kubeconfig, with that kubeconfig's rights (nothing is applied there).
+        ...(cluster ? { kubeconfig: cluster.kubeconfigPath, serviceAccounts: { config: {} } } : {}),
         log: say,
         onDelivery: (record) => say(formatDeliveryLine(record)),
       });

@@ -249,6 +249,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
           log: (line) => out.dim(line),
           onDelivery: showEvent,
           functionsEnv: activeLab.functionsEnv,
+          // The functions act as their ServiceAccounts of manifests/, as on a cluster.
+          serviceAccounts: { config: knativeConfigOf(activeLab.functionsEnv) },
           // The sweep is not needed for a healthy run; keep it quiet unless it is.
           pingIntervalMs: 60_000,
         }),
