@@ -13,12 +13,12 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect, it } from '@jest/globals';
-import { BatchV1Api, CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
 import { inventoryConfigMapName, kudJobName } from '../../../shared/core/names.js';
 import { describeOnEngines, useChainEngine, type ChainEngine } from '../../support/chain-engine.js';
-import { createObjects } from '../../support/knative-objects.js';
 import { createKudSshKeySecret, kudTestImage } from '../../support/node.js';
+import { createVmNamespaceRbac } from '../../support/vm-namespace.js';
 import {
   conditionOf,
   createBareMetalHost,
@@ -82,23 +82,6 @@ const cases: ErrorCase[] = [
   },
 ];
 
-/** docs/deploy.md's vm-namespace.yaml for the suite's namespace. */
-const vmNamespaceRbac: KubernetesObject[] = [
-  {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name: 'bpa-functions:host-lookup-vms' },
-    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
-  } as KubernetesObject,
-  {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'bpa-functions:host-lookup-vms' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'bpa-functions:host-lookup-vms' },
-    subjects: [{ kind: 'ServiceAccount', name: 'host-lookup', namespace: 'bpa-system' }],
-  } as KubernetesObject,
-];
-
 /** The host that appears later: the lease file has its IP from the start. */
 const late = { label: 'late-1', mac: '52:54:00:c4:00:01', ip: '10.20.0.1' };
 
@@ -121,7 +104,7 @@ describeOnEngines('contract errors through the chain', (engine) => {
       // host-lookup may list the VM pods of a VM namespace only with a Role there, which the
       // operator adds (docs/deploy.md "Hosts and VM namespaces"; on knative the function runs as
       // its ServiceAccount, and without it every virtlet-vm lookup is refused with 403).
-      await createObjects(kubeConfig, namespace, vmNamespaceRbac);
+      await createVmNamespaceRbac(kubeConfig, namespace);
     },
     config: ({ namespace, workDir }) => ({
       BMH_NAMESPACE: namespace,
