@@ -26,7 +26,10 @@ export interface KnativeStackOptions {
   timeoutMs?: number;
   /** bpa-config keys to set (an overlay; the demo's lab: LEASES_SOURCE, BMH_NAMESPACE, SSH_*). */
   config?: Record<string, string>;
-  /** Objects applied with the manifests and waited for like them (bpa dev's live-view Trigger). */
+  /**
+   * Objects applied with the manifests and waited for like them (bpa dev's live-view Trigger);
+   * without a namespace, in the manifests' Broker's.
+   */
   extraObjects?: KubernetesObject[];
 }
 
@@ -133,7 +136,14 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
   const install = await installKnativeEventing({ kubeConfig: options.kubeConfig, log, timeoutMs });
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
   const rendered = servingOverlay(renderManifests(manifestsDir, options.config));
-  const overlay = { ...rendered, objects: [...rendered.objects, ...(options.extraObjects ?? [])] };
+  // As on the embedded engine (local/stack.ts): an extra object without a namespace goes where the
+  // manifests' Broker is, not to `default` (where no Broker would serve a Trigger).
+  const installNamespace = rendered.objects.find((o) => o.kind === 'Broker')?.metadata?.namespace;
+  const extraObjects = (options.extraObjects ?? []).map((o) => ({
+    ...o,
+    metadata: { ...(installNamespace ? { namespace: installNamespace } : {}), ...o.metadata },
+  }));
+  const overlay = { ...rendered, objects: [...rendered.objects, ...extraObjects] };
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   for (const name of hostNamespaces(overlay.objects)) {
     await core.createNamespace({ body: { metadata: { name } } }).catch((error: unknown) => {

@@ -13,13 +13,13 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect, it } from '@jest/globals';
-import { BatchV1Api, CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
 import { waitFor } from '../../../local/control-plane/wait.js';
 import { inventoryConfigMapName, kudJobName } from '../../../shared/core/names.js';
 import { describeOnEngines, useChainEngine, type ChainEngine } from '../../support/chain-engine.js';
-import { createObjects } from '../../support/knative-objects.js';
 import { createKudSshKeySecret, kudTestImage } from '../../support/node.js';
+import { createVmNamespaceRbac } from '../../support/vm-namespace.js';
 import {
   conditionOf,
   createBareMetalHost,
@@ -81,23 +81,6 @@ const cases: ErrorCase[] = [
     message:
       'A node with label worker-1 already exists, modify resource and assign a different label to node with MACAddress ee:ee:00:00:00:01',
   },
-];
-
-/** docs/deploy.md's vm-namespace.yaml for the suite's namespace. */
-const vmNamespaceRbac: KubernetesObject[] = [
-  {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name: 'bpa-functions:host-lookup-vms' },
-    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
-  } as KubernetesObject,
-  {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'bpa-functions:host-lookup-vms' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'bpa-functions:host-lookup-vms' },
-    subjects: [{ kind: 'ServiceAccount', name: 'host-lookup', namespace: 'bpa-system' }],
-  } as KubernetesObject,
 ];
 
 /** The host that appears later: the lease file has its IP from the start. */
@@ -175,7 +158,7 @@ describeOnEngines('contract errors through the chain', (engine) => {
     expect(await jobsOf('vm-refused')).toEqual([]);
 
     // The operator adds the Role; the sweep (once a minute) resolves again: no such VM.
-    await createObjects(chain.kubeConfig, namespace, vmNamespaceRbac);
+    await createVmNamespaceRbac(chain.kubeConfig, namespace);
     const failed = await chain.waitForCondition('vm-refused', 'HostsResolved', 'False', 180_000);
     expect(conditionOf(failed, 'HostsResolved')).toMatchObject({
       reason: 'VmNotFound',

@@ -5,7 +5,8 @@
  * (kud-waits, test/fixtures/node/kud-installers) exits with the code the test releases it with.
  *
  * IMITATION: the Virtlet VM pods are written by the test, status included (no Virtlet here); they
- * name a scheduler that does not exist, so no scheduler or node ever touches them.
+ * name a scheduler that does not exist, so no scheduler or node ever touches them
+ * (test/support/vm-namespace.ts).
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
@@ -23,6 +24,7 @@ import {
   releaseKudJob,
   waitForJobEnd,
 } from '../../support/node.js';
+import { createVmPod } from '../../support/vm-namespace.js';
 import { ChainHarness, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
 import {
   conditionOf,
@@ -34,40 +36,6 @@ import {
 
 const cluster = useTestCluster();
 const golden = (name: string) => readFile(new URL(`../../golden/functions/${name}`, import.meta.url), 'utf8');
-
-/** A running Virtlet VM pod, status written as the kubelet would. */
-async function createVmPod(
-  namespace: string,
-  name: string,
-  networks: object[],
-  podIP?: string,
-  annotation = 'k8s.v1.cni.cncf.io/network-status',
-) {
-  const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-  const pod = await core.createNamespacedPod({
-    namespace,
-    body: {
-      metadata: {
-        name,
-        annotations: {
-          'kubernetes.io/target-runtime': 'virtlet.cloud',
-          [annotation]: JSON.stringify(networks),
-        },
-      },
-      spec: {
-        // Never scheduled: the node would otherwise take the pod and write its status.
-        schedulerName: 'virtlet-test-no-scheduler',
-        automountServiceAccountToken: false,
-        containers: [{ name: 'vm', image: 'virtlet.cloud/cirros' }],
-      },
-    },
-  });
-  await core.replaceNamespacedPodStatus({
-    name,
-    namespace,
-    body: { ...pod, status: { phase: 'Running', ...(podIP ? { podIP, podIPs: [{ ip: podIP }] } : {}) } },
-  });
-}
 
 describeOnNode('chain variants', () => {
   let harness: ChainHarness;
@@ -87,23 +55,24 @@ describeOnNode('chain variants', () => {
   it('builds a Virtlet VM cluster from its running VM pods', async () => {
     const namespace = cluster.namespace;
     // IP from status.podIP; for the worker from the default network entry (not the first one).
-    await createVmPod(
+    await createVmPod(cluster.kubeConfig, {
       namespace,
-      'vm-1',
-      [{ name: 'cni0', interface: 'eth0', ips: ['10.244.1.5'], mac: 'de:ad:00:00:00:01', default: true }],
-      '10.244.1.5',
-    );
-    await createVmPod(
+      name: 'vm-1',
+      networks: [
+        { name: 'cni0', interface: 'eth0', ips: ['10.244.1.5'], mac: 'de:ad:00:00:00:01', default: true },
+      ],
+      podIP: '10.244.1.5',
+    });
+    await createVmPod(cluster.kubeConfig, {
       namespace,
-      'vm-2',
-      [
+      name: 'vm-2',
+      networks: [
         { name: 'sriov', interface: 'net1', ips: ['192.168.50.2'], mac: 'de:ad:00:00:00:99' },
         { name: 'flannel', interface: 'eth0', ips: ['172.16.0.9'], mac: 'DE:AD:00:00:00:02', default: true },
       ],
-      undefined,
-      'k8s.v1.cni.cncf.io/networks-status',
-    );
-    await createVmPod(namespace, 'vm-broken', 'not json' as never);
+      annotation: 'k8s.v1.cni.cncf.io/networks-status',
+    });
+    await createVmPod(cluster.kubeConfig, { namespace, name: 'vm-broken', networks: 'not json' });
     const created = await createProvisioning(
       cluster.kubeConfig,
       provisioningObject({

@@ -1,0 +1,76 @@
+/**
+ * A Virtlet VM namespace as the chain suites need it: the Role and RoleBinding docs/deploy.md
+ * ("Hosts and VM namespaces", vm-namespace.yaml) tells operators to add, and running VM pods.
+ *
+ * IMITATION: the VM pods are written by the test, status included (no Virtlet here); they name a
+ * scheduler that does not exist, so no scheduler or node ever touches them.
+ */
+import { CoreV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { createObjects } from './knative-objects.js';
+
+/**
+ * docs/deploy.md's vm-namespace.yaml (namespace-less: createObjects places it): host-lookup may
+ * list the pods of the VM namespace. On both engines of the chain suites the function runs as
+ * its ServiceAccount, and without this pair every virtlet-vm lookup is refused with 403.
+ */
+export const vmNamespaceRbac: KubernetesObject[] = [
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'bpa-functions:host-lookup-vms' },
+    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
+  } as KubernetesObject,
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'bpa-functions:host-lookup-vms' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'bpa-functions:host-lookup-vms' },
+    subjects: [{ kind: 'ServiceAccount', name: 'host-lookup', namespace: 'bpa-system' }],
+  } as KubernetesObject,
+];
+
+/** Lets host-lookup (the manifests' ServiceAccount) list the VM pods of `namespace`. */
+export const createVmNamespaceRbac = (kubeConfig: KubeConfig, namespace: string) =>
+  createObjects(kubeConfig, namespace, vmNamespaceRbac);
+
+/**
+ * A running Virtlet VM pod, status written as the kubelet would: its networks in `annotation`
+ * (Multus' network-status, or the older networks-status), and `podIP` when given.
+ */
+export async function createVmPod(
+  kubeConfig: KubeConfig,
+  options: {
+    namespace: string;
+    name: string;
+    networks: object[] | string;
+    podIP?: string;
+    annotation?: string;
+  },
+): Promise<void> {
+  const { namespace, name, networks, podIP } = options;
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const pod = await core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: {
+        name,
+        annotations: {
+          'kubernetes.io/target-runtime': 'virtlet.cloud',
+          [options.annotation ?? 'k8s.v1.cni.cncf.io/network-status']:
+            typeof networks === 'string' ? networks : JSON.stringify(networks),
+        },
+      },
+      spec: {
+        // Never scheduled: the node would otherwise take the pod and write its status.
+        schedulerName: 'virtlet-test-no-scheduler',
+        automountServiceAccountToken: false,
+        containers: [{ name: 'vm', image: 'virtlet.cloud/cirros' }],
+      },
+    },
+  });
+  await core.replaceNamespacedPodStatus({
+    name,
+    namespace,
+    body: { ...pod, status: { phase: 'Running', ...(podIP ? { podIP, podIPs: [{ ip: podIP }] } : {}) } },
+  });
+}
