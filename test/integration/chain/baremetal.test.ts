@@ -9,7 +9,7 @@
  * Real: kube-apiserver, etcd, the Job controller that runs the KUD Job on the node and ends it,
  * the engine's ApiServerSources that turn every write into the chain's events, the Broker and the
  * manifests' Triggers (on `knative`: Knative Eventing's own; test/support/chain-engine.ts says
- * what runs where), host-lookup's RBAC (on `knative` it runs as its ServiceAccount).
+ * what runs where), host-lookup's RBAC (on both engines it runs as its ServiceAccount).
  * IMITATION: the KUD installer is the test image bpa.local/test/kud-waits:1
  * (test/fixtures/node/kud-installers/waits), which exits with the code the suite releases it with;
  * the hosts are BareMetalHosts with inspected NICs and an ISC lease file written by the suite (no
