@@ -25,7 +25,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe } from '@jest/globals';
-import { CoreV1Api, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  BatchV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1Job,
+} from '@kubernetes/client-node';
 import { z } from 'zod';
 import { createNamespace, uniqueNamespaceName, waitFor } from '../../local/control-plane/index.js';
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
@@ -127,6 +133,8 @@ export interface ChainEngine {
   deadLetters(): Promise<DeadLetter[]>;
   /** Ends kud-waits' installer of `clusterName` with `exitCode` (its release file on the node). */
   releaseKudJob(clusterName: string, exitCode: 0 | 1): Promise<void>;
+  /** The Jobs of the suite's namespace labelled for cluster `clusterName` (the KUD Jobs). */
+  jobsOf(clusterName: string): Promise<V1Job[]>;
   /** Waits until Provisioning `name` has condition `type` at `status` for its current generation. */
   waitForCondition(
     name: string,
@@ -323,6 +331,11 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
       );
       await mkdir(dir, { recursive: true });
       await writeFile(join(dir, clusterName), `${exitCode}\n`);
+    },
+    async jobsOf(clusterName) {
+      const { kubeConfig, namespace } = ready().setup;
+      const batch = kubeConfig.makeApiClient(BatchV1Api);
+      return (await batch.listNamespacedJob({ namespace, labelSelector: `cluster=${clusterName}` })).items;
     },
     waitForCondition(name, type, status, timeoutMs) {
       const { kubeConfig, namespace } = ready().setup;

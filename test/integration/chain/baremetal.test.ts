@@ -40,31 +40,14 @@ import {
   provisioningObject,
   readProvisioning,
 } from '../functions/support/fixtures.js';
+import {
+  bareMetalExpectedNodes,
+  bareMetalLeaseFile,
+  bareMetalProvisioning,
+  createBareMetalScenarioHosts,
+} from '../functions/support/baremetal-scenario.js';
 
 const golden = (name: string) => readFile(new URL(`../../golden/functions/${name}`, import.meta.url), 'utf8');
-
-// test/integration/functions/chain-baremetal.test.ts's lease file: master-2's lease is for its
-// boot MAC written upper case with dashes in the Provisioning; worker-1's only lease is not
-// active, so its IP comes from the inspected NIC.
-const leaseFile = `# dhcpd.leases written by isc-dhcp-4.4.3-P1
-authoring-byte-order little-endian;
-server-duid "\\000\\001\\000\\001";
-
-lease 10.10.10.11 {
-  starts 3 2026/01/07 10:00:00;
-  binding state active;
-  hardware ethernet aa:bb:cc:00:01:01;
-  client-hostname "master-1";
-}
-lease 10.10.10.12 {
-  binding state active;
-  hardware ethernet aa:bb:cc:00:01:02;
-}
-lease 10.10.20.99 {
-  binding state free;
-  hardware ethernet aa:bb:cc:00:01:03;
-}
-`;
 
 /** The recorder Trigger: every cluster.ready the chain announces, as a consumer subscribes to it. */
 const recorderTrigger = (recorder: Recorder): KubernetesObject =>
@@ -86,24 +69,9 @@ describeOnEngines('successful chain variants', (engine) => {
     namespacePrefix: 'chain-ok',
     prepare: async ({ kubeConfig, namespace, workDir }) => {
       await createKudSshKeySecret(kubeConfig, namespace);
-      await writeFile(join(workDir, 'dhcpd.leases'), leaseFile);
+      await writeFile(join(workDir, 'dhcpd.leases'), bareMetalLeaseFile);
       // Bare metal (chain-baremetal.test.ts's hosts).
-      await createBareMetalHost(kubeConfig, { name: 'host-1', namespace, bootMac: 'aa:bb:cc:00:01:01' });
-      await createBareMetalHost(kubeConfig, {
-        name: 'host-2',
-        namespace,
-        bootMac: 'aa:bb:cc:00:01:02',
-        nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:01:02', ip: '192.168.99.2' }],
-      });
-      await createBareMetalHost(kubeConfig, {
-        name: 'host-3',
-        namespace,
-        bootMac: 'aa:bb:cc:00:01:33',
-        nics: [
-          { name: 'eth0', mac: 'aa:bb:cc:00:01:33', ip: '' },
-          { name: 'eth1', mac: 'aa:bb:cc:00:01:03', ip: '10.10.20.21' },
-        ],
-      });
+      await createBareMetalScenarioHosts(kubeConfig, namespace);
       // Masters only: no lease, the IPs are on the NICs.
       for (const octet of [1, 2])
         await createBareMetalHost(kubeConfig, {
@@ -156,20 +124,7 @@ describeOnEngines('successful chain variants', (engine) => {
 
   it('bare metal: leases and NICs to the exact hosts.ini, the KUD Job, then Ready and cluster.ready', async () => {
     const { namespace } = chain;
-    const created = await apply(
-      provisioningObject({
-        name: 'edge',
-        namespace,
-        cluster: 'edge-1',
-        masters: [
-          { label: 'master-1', mac: 'aa:bb:cc:00:01:01' },
-          { label: 'master-2', mac: 'AA-BB-CC-00-01-02' },
-        ],
-        workers: [{ label: 'worker-1', mac: 'aa:bb:cc:00:01:03' }, { label: 'master-2' }],
-        podSubnet: '10.244.64.0/18',
-        kudPlugins: ['onap4k8s', 'emco'],
-      }),
-    );
+    const created = await apply(bareMetalProvisioning(namespace));
     const launched = await chain.waitForCondition('edge', 'JobLaunched', 'True', 180_000);
 
     const expectedInventory = await golden('baremetal-hosts.ini');
@@ -208,29 +163,7 @@ describeOnEngines('successful chain variants', (engine) => {
     expect(job.spec?.backoffLimit).toBe(0);
     expect(job.spec?.activeDeadlineSeconds).toBe(7200);
 
-    expect(launched.status?.nodes).toEqual([
-      {
-        label: 'master-1',
-        roles: ['master'],
-        mac: 'aa:bb:cc:00:01:01',
-        ip: '10.10.10.11',
-        source: 'dhcp-leases',
-      },
-      {
-        label: 'master-2',
-        roles: ['master', 'worker'],
-        mac: 'aa:bb:cc:00:01:02',
-        ip: '10.10.10.12',
-        source: 'dhcp-leases',
-      },
-      {
-        label: 'worker-1',
-        roles: ['worker'],
-        mac: 'aa:bb:cc:00:01:03',
-        ip: '10.10.20.21',
-        source: 'host-nics',
-      },
-    ]);
+    expect(launched.status?.nodes).toEqual(bareMetalExpectedNodes);
     expect(launched.status?.jobName).toBe('kud-edge-1');
     for (const type of ['HostsResolved', 'InventoryRendered', 'JobLaunched'])
       expect([type, conditionOf(launched, type)]).toEqual([

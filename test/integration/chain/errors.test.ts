@@ -13,75 +13,20 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect, it } from '@jest/globals';
-import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
 import { waitFor } from '../../../local/control-plane/wait.js';
 import { inventoryConfigMapName, kudJobName } from '../../../shared/core/names.js';
 import { describeOnEngines, useChainEngine, type ChainEngine } from '../../support/chain-engine.js';
 import { createKudSshKeySecret, kudTestImage } from '../../support/node.js';
 import { createVmNamespaceRbac } from '../../support/vm-namespace.js';
+import { contractErrorCases, createErrorCaseHosts } from '../functions/support/contract-errors.js';
 import {
   conditionOf,
   createBareMetalHost,
   provisioningObject,
   readProvisioning,
-  type NodeSpec,
 } from '../functions/support/fixtures.js';
-
-interface ErrorCase {
-  name: string;
-  clusterType?: string;
-  masters: NodeSpec[];
-  workers?: NodeSpec[];
-  reason: string;
-  message: string;
-}
-
-// Hosts: ee:..:01 has an IP on its NIC, ee:..:02 is known but has no IP anywhere.
-const cases: ErrorCase[] = [
-  {
-    name: 'host-not-found',
-    masters: [{ label: 'master-1', mac: 'EE:EE:00:00:00:99' }],
-    reason: 'HostNotFound',
-    message: 'Host with MAC Address ee:ee:00:00:00:99 not found',
-  },
-  {
-    name: 'no-ip',
-    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
-    workers: [{ label: 'worker-1', mac: 'ee:ee:00:00:00:02' }],
-    reason: 'IpAddressNotFound',
-    message: 'IP address not found for host with MAC address ee:ee:00:00:00:02',
-  },
-  {
-    name: 'no-vm',
-    clusterType: 'virtlet-vm',
-    masters: [{ label: 'vm-1', mac: 'ee:ee:00:00:00:77' }],
-    reason: 'VmNotFound',
-    message: 'IP address not found for VM with MAC address ee:ee:00:00:00:77',
-  },
-  {
-    name: 'master-without-mac',
-    masters: [{ label: 'master-1', mac: '' }],
-    reason: 'MacAddressMissing',
-    message: 'MAC address for masterNode master-1 not provided',
-  },
-  {
-    name: 'same-label-other-mac',
-    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
-    workers: [{ label: 'master-1', mac: 'ee:ee:00:00:00:02' }],
-    reason: 'DuplicateNodeLabel',
-    message:
-      'A node with label master-1 already exists, modify resource and assign a different label to node with MACAddress ee:ee:00:00:00:02',
-  },
-  {
-    name: 'other-label-same-mac',
-    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
-    workers: [{ label: 'worker-1', mac: 'EE-EE-00-00-00-01' }],
-    reason: 'DuplicateMacAddress',
-    message:
-      'A node with label worker-1 already exists, modify resource and assign a different label to node with MACAddress ee:ee:00:00:00:01',
-  },
-];
 
 /** The host that appears later: the lease file has its IP from the start. */
 const late = { label: 'late-1', mac: '52:54:00:c4:00:01', ip: '10.20.0.1' };
@@ -95,13 +40,7 @@ describeOnEngines('contract errors through the chain', (engine) => {
         join(workDir, 'dhcpd.leases'),
         renderIscLeaseFile([{ ...late, role: 'master', bmhName: 'late-host', inLeaseFile: true }]),
       );
-      await createBareMetalHost(kubeConfig, {
-        name: 'with-ip',
-        namespace,
-        bootMac: 'ee:ee:00:00:00:01',
-        nics: [{ name: 'eth0', mac: 'ee:ee:00:00:00:01', ip: '10.0.0.1' }],
-      });
-      await createBareMetalHost(kubeConfig, { name: 'without-ip', namespace, bootMac: 'ee:ee:00:00:00:02' });
+      await createErrorCaseHosts(kubeConfig, namespace);
       // No Role for the VM namespace yet: the first test shows what an operator who forgot it sees.
     },
     config: ({ namespace, workDir }) => ({
@@ -113,12 +52,7 @@ describeOnEngines('contract errors through the chain', (engine) => {
     }),
   });
   const core = () => chain.kubeConfig.makeApiClient(CoreV1Api);
-  const jobsOf = async (clusterName: string) =>
-    (
-      await chain.kubeConfig
-        .makeApiClient(BatchV1Api)
-        .listNamespacedJob({ namespace: chain.namespace, labelSelector: `cluster=${clusterName}` })
-    ).items;
+  const jobsOf = (clusterName: string) => chain.jobsOf(clusterName);
   const warningsOf = async (name: string) =>
     (await core().listNamespacedEvent({ namespace: chain.namespace })).items
       .filter((e) => e.involvedObject.name === name)
@@ -168,7 +102,7 @@ describeOnEngines('contract errors through the chain', (engine) => {
 
   it('every contract error: HostsResolved and Ready False with its message, one Warning Event, no Job', async () => {
     const { namespace } = chain;
-    for (const { name, clusterType, masters, workers } of cases)
+    for (const { name, clusterType, masters, workers } of contractErrorCases)
       await apply(
         provisioningObject({
           name,
@@ -179,7 +113,7 @@ describeOnEngines('contract errors through the chain', (engine) => {
           ...(clusterType ? { clusterType } : {}),
         }),
       );
-    for (const { name, reason, message } of cases) {
+    for (const { name, reason, message } of contractErrorCases) {
       const failed = await chain.waitForCondition(name, 'HostsResolved', 'False', 120_000);
       expect([name, conditionOf(failed, 'HostsResolved')]).toEqual([
         name,
@@ -194,7 +128,7 @@ describeOnEngines('contract errors through the chain', (engine) => {
     // least once: it retries what the world can fix (HostNotFound...; shared/reasons.ts), and a
     // repeat of the same Event bumps its count.
     await new Promise((resolve) => setTimeout(resolve, 65_000));
-    for (const { name, reason, message } of cases) {
+    for (const { name, reason, message } of contractErrorCases) {
       expect([name, await warningsOf(name)]).toEqual([name, [{ type: 'Warning', reason, message }]]);
       expect([name, await jobsOf(name)]).toEqual([name, []]);
       const after = await readProvisioning(chain.kubeConfig, namespace, name);

@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { expect, it } from '@jest/globals';
-import { BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { encodeBinary } from '../../../shared/cloudevents/http-codec.js';
 import { waitFor } from '../../../local/control-plane/wait.js';
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
@@ -54,12 +54,7 @@ describeOnEngines('idempotency of the chain', (engine) => {
     }),
   });
   const core = () => chain.kubeConfig.makeApiClient(CoreV1Api);
-  const jobsOf = async (clusterName: string) =>
-    (
-      await chain.kubeConfig
-        .makeApiClient(BatchV1Api)
-        .listNamespacedJob({ namespace: chain.namespace, labelSelector: `cluster=${clusterName}` })
-    ).items;
+  const jobsOf = (clusterName: string) => chain.jobsOf(clusterName);
   const inventoriesOf = async (clusterName: string) =>
     (await core().listNamespacedConfigMap({ namespace: chain.namespace })).items.filter(
       (c) => c.metadata?.name === inventoryConfigMapName(clusterName),

@@ -25,39 +25,17 @@ import {
   kudTestImage,
   waitForJobEnd,
 } from '../../support/node.js';
-import { ChainHarness, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
 import {
-  conditionOf,
-  createBareMetalHost,
-  createProvisioning,
-  provisioningObject,
-  readProvisioning,
-} from './support/fixtures.js';
+  bareMetalExpectedNodes,
+  bareMetalLeaseFile,
+  bareMetalProvisioning,
+  createBareMetalScenarioHosts,
+} from './support/baremetal-scenario.js';
+import { ChainHarness, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
+import { conditionOf, createProvisioning, readProvisioning } from './support/fixtures.js';
 
 const cluster = useTestCluster();
 const golden = (name: string) => readFile(new URL(`../../golden/functions/${name}`, import.meta.url), 'utf8');
-
-// master-2's lease is for its boot MAC written upper case with dashes in the Provisioning;
-// worker-1's only lease is not active, so its IP comes from the inspected NIC.
-const leaseFile = `# dhcpd.leases written by isc-dhcp-4.4.3-P1
-authoring-byte-order little-endian;
-server-duid "\\000\\001\\000\\001";
-
-lease 10.10.10.11 {
-  starts 3 2026/01/07 10:00:00;
-  binding state active;
-  hardware ethernet aa:bb:cc:00:01:01;
-  client-hostname "master-1";
-}
-lease 10.10.10.12 {
-  binding state active;
-  hardware ethernet aa:bb:cc:00:01:02;
-}
-lease 10.10.20.99 {
-  binding state free;
-  hardware ethernet aa:bb:cc:00:01:03;
-}
-`;
 
 describeOnNode('bare-metal chain', () => {
   let harness: ChainHarness;
@@ -65,28 +43,9 @@ describeOnNode('bare-metal chain', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bpa-chain-'));
-    await writeFile(join(dir, 'dhcpd.leases'), leaseFile);
+    await writeFile(join(dir, 'dhcpd.leases'), bareMetalLeaseFile);
     const namespace = cluster.namespace;
-    await createBareMetalHost(cluster.kubeConfig, {
-      name: 'host-1',
-      namespace,
-      bootMac: 'aa:bb:cc:00:01:01',
-    });
-    await createBareMetalHost(cluster.kubeConfig, {
-      name: 'host-2',
-      namespace,
-      bootMac: 'aa:bb:cc:00:01:02',
-      nics: [{ name: 'eth0', mac: 'aa:bb:cc:00:01:02', ip: '192.168.99.2' }],
-    });
-    await createBareMetalHost(cluster.kubeConfig, {
-      name: 'host-3',
-      namespace,
-      bootMac: 'aa:bb:cc:00:01:33',
-      nics: [
-        { name: 'eth0', mac: 'aa:bb:cc:00:01:33', ip: '' },
-        { name: 'eth1', mac: 'aa:bb:cc:00:01:03', ip: '10.10.20.21' },
-      ],
-    });
+    await createBareMetalScenarioHosts(cluster.kubeConfig, namespace);
     harness = new ChainHarness(cluster.kubeConfig, {
       BMH_NAMESPACE: namespace,
       LEASES_SOURCE: join(dir, 'dhcpd.leases'),
@@ -103,21 +62,7 @@ describeOnNode('bare-metal chain', () => {
 
   it('goes from a Provisioning to a KUD Job with the exact inventory, then to a ready cluster', async () => {
     const namespace = cluster.namespace;
-    const created = await createProvisioning(
-      cluster.kubeConfig,
-      provisioningObject({
-        name: 'edge',
-        namespace,
-        cluster: 'edge-1',
-        masters: [
-          { label: 'master-1', mac: 'aa:bb:cc:00:01:01' },
-          { label: 'master-2', mac: 'AA-BB-CC-00-01-02' },
-        ],
-        workers: [{ label: 'worker-1', mac: 'aa:bb:cc:00:01:03' }, { label: 'master-2' }],
-        podSubnet: '10.244.64.0/18',
-        kudPlugins: ['onap4k8s', 'emco'],
-      }),
-    );
+    const created = await createProvisioning(cluster.kubeConfig, bareMetalProvisioning(namespace));
 
     const deliveries = await harness.publish(sourceEvent('add', created));
     expect(deliveries.map((d) => [d.target, d.status, d.reply?.type])).toEqual([
@@ -168,29 +113,7 @@ describeOnNode('bare-metal chain', () => {
     expect(job.spec?.activeDeadlineSeconds).toBe(7200);
 
     let status = await readProvisioning(cluster.kubeConfig, namespace, 'edge');
-    expect(status.status?.nodes).toEqual([
-      {
-        label: 'master-1',
-        roles: ['master'],
-        mac: 'aa:bb:cc:00:01:01',
-        ip: '10.10.10.11',
-        source: 'dhcp-leases',
-      },
-      {
-        label: 'master-2',
-        roles: ['master', 'worker'],
-        mac: 'aa:bb:cc:00:01:02',
-        ip: '10.10.10.12',
-        source: 'dhcp-leases',
-      },
-      {
-        label: 'worker-1',
-        roles: ['worker'],
-        mac: 'aa:bb:cc:00:01:03',
-        ip: '10.10.20.21',
-        source: 'host-nics',
-      },
-    ]);
+    expect(status.status?.nodes).toEqual(bareMetalExpectedNodes);
     expect(status.status?.jobName).toBe('kud-edge-1');
     for (const type of ['HostsResolved', 'InventoryRendered', 'JobLaunched'])
       expect(conditionOf(status, type)).toMatchObject({ status: 'True', observedGeneration: 1 });

@@ -10,146 +10,71 @@ import { definition as inventoryRender } from '../../../functions/inventory-rend
 import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
 import { useTestCluster } from '../../support/cluster.js';
 import { ChainHarness, sourceEvent } from './support/chain-harness.js';
-import {
-  conditionOf,
-  createBareMetalHost,
-  createProvisioning,
-  provisioningObject,
-  readProvisioning,
-  type NodeSpec,
-} from './support/fixtures.js';
+import { contractErrorCases, createErrorCaseHosts } from './support/contract-errors.js';
+import { conditionOf, createProvisioning, provisioningObject, readProvisioning } from './support/fixtures.js';
 
 const cluster = useTestCluster();
-
-interface ErrorCase {
-  name: string;
-  clusterType?: string;
-  masters: NodeSpec[];
-  workers?: NodeSpec[];
-  reason: string;
-  message: string;
-}
-
-// Hosts: ee:..:01 has an IP on its NIC, ee:..:02 is known but has no IP anywhere.
-const cases: ErrorCase[] = [
-  {
-    name: 'host-not-found',
-    masters: [{ label: 'master-1', mac: 'EE:EE:00:00:00:99' }],
-    reason: 'HostNotFound',
-    message: 'Host with MAC Address ee:ee:00:00:00:99 not found',
-  },
-  {
-    name: 'no-ip',
-    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
-    workers: [{ label: 'worker-1', mac: 'ee:ee:00:00:00:02' }],
-    reason: 'IpAddressNotFound',
-    message: 'IP address not found for host with MAC address ee:ee:00:00:00:02',
-  },
-  {
-    name: 'no-vm',
-    clusterType: 'virtlet-vm',
-    masters: [{ label: 'vm-1', mac: 'ee:ee:00:00:00:77' }],
-    reason: 'VmNotFound',
-    message: 'IP address not found for VM with MAC address ee:ee:00:00:00:77',
-  },
-  {
-    name: 'master-without-mac',
-    masters: [{ label: 'master-1', mac: '' }],
-    reason: 'MacAddressMissing',
-    message: 'MAC address for masterNode master-1 not provided',
-  },
-  {
-    name: 'worker-without-mac',
-    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
-    workers: [{ label: 'worker-1', mac: '' }],
-    reason: 'MacAddressMissing',
-    message: 'MAC address for worker worker-1 not provided',
-  },
-  {
-    name: 'same-label-other-mac',
-    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
-    workers: [{ label: 'master-1', mac: 'ee:ee:00:00:00:02' }],
-    reason: 'DuplicateNodeLabel',
-    message:
-      'A node with label master-1 already exists, modify resource and assign a different label to node with MACAddress ee:ee:00:00:00:02',
-  },
-  {
-    name: 'other-label-same-mac',
-    masters: [{ label: 'master-1', mac: 'ee:ee:00:00:00:01' }],
-    workers: [{ label: 'worker-1', mac: 'EE-EE-00-00-00-01' }],
-    reason: 'DuplicateMacAddress',
-    message:
-      'A node with label worker-1 already exists, modify resource and assign a different label to node with MACAddress ee:ee:00:00:00:01',
-  },
-];
 
 describe('contract errors', () => {
   let harness: ChainHarness;
 
   beforeAll(async () => {
     const namespace = cluster.namespace;
-    await createBareMetalHost(cluster.kubeConfig, {
-      name: 'with-ip',
-      namespace,
-      bootMac: 'ee:ee:00:00:00:01',
-      nics: [{ name: 'eth0', mac: 'ee:ee:00:00:00:01', ip: '10.0.0.1' }],
-    });
-    await createBareMetalHost(cluster.kubeConfig, {
-      name: 'without-ip',
-      namespace,
-      bootMac: 'ee:ee:00:00:00:02',
-    });
+    await createErrorCaseHosts(cluster.kubeConfig, namespace);
     harness = new ChainHarness(cluster.kubeConfig, { BMH_NAMESPACE: namespace, VM_NAMESPACES: namespace });
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
   });
   afterAll(() => harness?.stop());
 
-  it.each(cases)('$name → $reason', async ({ name, clusterType, masters, workers, reason, message }) => {
-    const namespace = cluster.namespace;
-    const created = await createProvisioning(
-      cluster.kubeConfig,
-      provisioningObject({
-        name,
-        namespace,
+  it.each(contractErrorCases)(
+    '$name → $reason',
+    async ({ name, clusterType, masters, workers, reason, message }) => {
+      const namespace = cluster.namespace;
+      const created = await createProvisioning(
+        cluster.kubeConfig,
+        provisioningObject({
+          name,
+          namespace,
+          cluster: name,
+          masters,
+          workers,
+          ...(clusterType ? { clusterType } : {}),
+        }),
+      );
+      const deliveries = await harness.publish(sourceEvent('add', created));
+      expect(deliveries.map((d) => [d.target, d.status, d.reply?.type])).toEqual([
+        ['host-lookup', 200, EventTypes.provisioningFailed],
+      ]);
+      expect(deliveries[0]?.reply?.data).toEqual({
+        provisioning: { namespace, name, uid: created.metadata.uid, generation: 1 },
         cluster: name,
-        masters,
-        workers,
-        ...(clusterType ? { clusterType } : {}),
-      }),
-    );
-    const deliveries = await harness.publish(sourceEvent('add', created));
-    expect(deliveries.map((d) => [d.target, d.status, d.reply?.type])).toEqual([
-      ['host-lookup', 200, EventTypes.provisioningFailed],
-    ]);
-    expect(deliveries[0]?.reply?.data).toEqual({
-      provisioning: { namespace, name, uid: created.metadata.uid, generation: 1 },
-      cluster: name,
-      step: 'HostsResolved',
-      reason,
-      message,
-    });
-    const status = await readProvisioning(cluster.kubeConfig, namespace, name);
-    expect(conditionOf(status, 'HostsResolved')).toMatchObject({
-      status: 'False',
-      reason,
-      message,
-      observedGeneration: 1,
-    });
-    expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'False', reason, message });
-    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    const events = (await core.listNamespacedEvent({ namespace })).items.filter(
-      (e) => e.involvedObject.name === name,
-    );
-    expect(events).toEqual([expect.objectContaining({ type: 'Warning', reason, message })]);
-    const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
-    expect((await batch.listNamespacedJob({ namespace, labelSelector: `cluster=${name}` })).items).toEqual(
-      [],
-    );
+        step: 'HostsResolved',
+        reason,
+        message,
+      });
+      const status = await readProvisioning(cluster.kubeConfig, namespace, name);
+      expect(conditionOf(status, 'HostsResolved')).toMatchObject({
+        status: 'False',
+        reason,
+        message,
+        observedGeneration: 1,
+      });
+      expect(conditionOf(status, 'Ready')).toMatchObject({ status: 'False', reason, message });
+      const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+      const events = (await core.listNamespacedEvent({ namespace })).items.filter(
+        (e) => e.involvedObject.name === name,
+      );
+      expect(events).toEqual([expect.objectContaining({ type: 'Warning', reason, message })]);
+      const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
+      expect((await batch.listNamespacedJob({ namespace, labelSelector: `cluster=${name}` })).items).toEqual(
+        [],
+      );
 
-    // The status write comes back as an update event: handled already, nothing repeated.
-    const again = await harness.publish(sourceEvent('update', status));
-    expect(again.map((d) => d.status)).toEqual([204]);
-  });
+      // The status write comes back as an update event: handled already, nothing repeated.
+      const again = await harness.publish(sourceEvent('update', status));
+      expect(again.map((d) => d.status)).toEqual([204]);
+    },
+  );
 
   it('an invalid resource is a False condition, not an HTTP error', async () => {
     const namespace = cluster.namespace;
