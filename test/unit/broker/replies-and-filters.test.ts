@@ -84,7 +84,10 @@ describe('replies', () => {
       );
       return {
         status: 200,
-        headers: { ...(message.headers as Record<string, string>), traceparent: `00-${answerTrace}-${'b'.repeat(16)}-01` },
+        headers: {
+          ...(message.headers as Record<string, string>),
+          traceparent: `00-${answerTrace}-${'b'.repeat(16)}-01`,
+        },
         body: message.body as string,
       };
     });

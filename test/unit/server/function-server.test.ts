@@ -400,7 +400,11 @@ describe('function server', () => {
     it('falls back to the traceparent header when the event has no valid extension', async () => {
       const response = await post(
         server.url,
-        binaryHeaders({ 'ce-id': 'traced-4', 'ce-traceparent': 'not-a-traceparent', traceparent: incomingTraceparent }),
+        binaryHeaders({
+          'ce-id': 'traced-4',
+          'ce-traceparent': 'not-a-traceparent',
+          traceparent: incomingTraceparent,
+        }),
         JSON.stringify({ name: 'Ida' }),
       );
       expect(response.status).toBe(200);
