@@ -176,7 +176,9 @@ describeOnEngines('software install and one trace through the chain', (engine) =
       async () => {
         const current = await readSoftware();
         const ready = current.status?.conditions?.find((c) => c.type === 'Ready');
-        return ready?.status === 'True' || ready?.status === 'False' ? current : undefined;
+        // ClusterNotReady (False) until cluster.ready arrives, Installing (Unknown) while the Job runs.
+        const decided = ready && ready.status !== 'Unknown' && ready.reason !== 'ClusterNotReady';
+        return decided ? current : undefined;
       },
       { what: `Software ${namespace}/${softwareName} Ready decided`, timeoutMs: 300_000, intervalMs: 1000 },
     );
@@ -273,7 +275,17 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     });
     expect(posted.status).toBe(202);
 
-    const ready = await chain.waitForCondition(clusterB, 'Ready', 'True', 300_000);
+    const ready = await waitFor(
+      async () => {
+        const current = await readProvisioning(chain.kubeConfig, traceNamespace, clusterB);
+        return conditionOf(current, 'Ready')?.status === 'True' ? current : undefined;
+      },
+      {
+        what: `Ready True on Provisioning ${traceNamespace}/${clusterB}`,
+        timeoutMs: 300_000,
+        intervalMs: 1000,
+      },
+    );
     // The chain of B began with the posted event: host-lookup recorded it as the cause.
     const cause = { source: String(add.attributes.source), id: String(add.attributes.id) };
     expect((ready.status as Record<string, unknown> | undefined)?.[stepCausesField]).toMatchObject({
