@@ -9,15 +9,16 @@
  *    default) creates the install Job; its pod reaches the hosts over SSH and records the outcome;
  *    the Software is Ready with one Normal Event, and each host received exactly the apt-get
  *    command of its role (the Software's masterSoftware / workerSoftware).
- * 2. Namespace B: a Provisioning of the same hosts, created before the engine starts, so that no
- *    ApiServerSource sends an `add` for it (Knative's adapter and ours send live watch events
- *    only: an object that exists when the source starts gets none; B is outside SWEEP_NAMESPACES,
- *    so no sweep drives it either). The test posts its `add` itself with a W3C traceparent of a
- *    trace id made here, and a recorder Trigger (empty filter) shows what every subscriber got.
- *    Which chain an event belongs to: B's status records the event that resolved its hosts
- *    (stepCauses), which must be the posted one, and hosts.resolved's id is derived from it;
- *    every later event of B is in the posted trace (128 random bits that only this POST carried),
- *    so nothing else can make these assertions pass.
+ * 2. Namespace B: a Provisioning of the same hosts, outside SWEEP_NAMESPACES (no sweep drives it).
+ *    The test posts its `add` with a W3C traceparent of a trace id made here; the ApiServerSource
+ *    sends its own `add` too (on both engines, also for an object that existed before the source
+ *    started, which is why B is created in the test), and whichever host-lookup takes first
+ *    starts the chain, the other is answered 204. Which one it was is read from B's status (the
+ *    cause recorded for HostsResolved, from which hosts.resolved's id is derived), and its trace
+ *    must then be on every step up to cluster.ready, on the Job's annotation and in
+ *    software-install. Each add starts a trace of its own (128 random bits), so one trace id on
+ *    all of them cannot happen by accident; the posted add must reach host-lookup in the known
+ *    trace either way. A recorder Trigger (empty filter) shows what subscribers got.
  *
  * Trace context, as each engine really carries it (docs/knative.md "Trace context"): the
  * distributed-tracing extension (`ce-traceparent`) is the functions' and travels untouched on
@@ -41,15 +42,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from '@jest/globals';
-import {
-  BatchV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubernetesObjectApi,
-  type KubernetesObject,
-} from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../../../local/control-plane/repo-root.js';
-import { applyObject } from '../../../local/control-plane/apply.js';
 import { createNamespace, uniqueNamespaceName, waitFor } from '../../../local/control-plane/index.js';
 import { startLab, type Lab } from '../../../local/lab/lab.js';
 import { labHosts, labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
@@ -123,11 +117,6 @@ describeOnEngines('software install and one trace through the chain', (engine) =
       traceNamespace = await createNamespace(kubeConfig, uniqueNamespaceName('chain-trace'));
       // B's KUD Job mounts the SSH key from its own namespace.
       await lab.applySshKeySecret(kubeConfig, traceNamespace);
-      // Before any source runs: no `add` will ever be sent for it but the test's own.
-      await applyObject(
-        KubernetesObjectApi.makeApiClient(kubeConfig),
-        labProvisioning(traceNamespace, clusterB),
-      );
       recorder = await startRecorder(kubeConfig, namespace);
     },
     cleanup: async () => {
@@ -212,7 +201,16 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     // The install Job ran to completion on the node, as its own ServiceAccount.
     const jobName = installed.status?.installJob ?? '';
     expect(jobName).toBe(`${softwareName}-install-1`);
-    const job = await batch().readNamespacedJob({ name: jobName, namespace });
+    // The pod records the outcome before it exits; the Job controller marks the Job after.
+    const job = await waitFor(
+      async () => {
+        const read = await batch().readNamespacedJob({ name: jobName, namespace });
+        return read.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True')
+          ? read
+          : undefined;
+      },
+      { what: `Job ${jobName} Complete`, timeoutMs: 60_000, intervalMs: 500 },
+    );
     expect(job.status?.succeeded).toBe(1);
     expect(job.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'True' });
     const pods = await core().listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` });
@@ -256,16 +254,18 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     expect(new Set(announced.map((r) => r.event.attributes.id)).size).toBe(1);
   }, 720_000);
 
-  it('keeps the posted add event’s trace through every step to cluster.ready, across the KUD Job', async () => {
+  it('keeps one trace from the add that started the chain through every step to cluster.ready, across the KUD Job', async () => {
     const knownTraceId = randomBytes(16).toString('hex');
     const knownTraceparent = `00-${knownTraceId}-${randomBytes(8).toString('hex')}-01`;
+    await apply(labProvisioning(traceNamespace, clusterB));
     const stored = (await custom().getNamespacedCustomObject({
       ...bpaGroup,
       plural: 'provisionings',
       namespace: traceNamespace,
       name: clusterB,
     })) as never;
-    // What the ApiServerSource adapter would send for it, in a trace the test knows.
+    // What the ApiServerSource adapter sends for it, in a trace the test knows. The source sends
+    // its own `add` too, which usually reaches host-lookup first; the loser is answered 204.
     const add = makeApiServerEvent(chain.cluster.server, 'Resource', 'add', stored);
     const message = encodeBinary(add);
     const posted = await fetch(chain.ingressUrl, {
@@ -286,12 +286,6 @@ describeOnEngines('software install and one trace through the chain', (engine) =
         intervalMs: 1000,
       },
     );
-    // The chain of B began with the posted event: host-lookup recorded it as the cause.
-    const cause = { source: String(add.attributes.source), id: String(add.attributes.id) };
-    expect((ready.status as Record<string, unknown> | undefined)?.[stepCausesField]).toMatchObject({
-      HostsResolved: cause,
-    });
-
     const subject = `namespaces/${traceNamespace}/provisionings/${clusterB}`;
     const all = await waitFor(
       async () => {
@@ -305,6 +299,43 @@ describeOnEngines('software install and one trace through the chain', (engine) =
       },
       { what: 'cluster.ready of B at the recorder', timeoutMs: 120_000, intervalMs: 1000 },
     );
+
+    // Which add started the chain: the one host-lookup recorded as the cause of HostsResolved.
+    const adds = all.filter(
+      (r) =>
+        r.event.attributes.type === SourceEventTypes.resourceAdd && r.event.attributes['name'] === clusterB,
+    );
+    const postedId = String(add.attributes.id);
+    expect(adds.map((r) => r.event.attributes.id)).toContain(postedId);
+    const cause = (
+      ready.status as Record<string, Record<string, { source: string; id: string }>> | undefined
+    )?.[stepCausesField]?.['HostsResolved'];
+    const winner = adds.find(
+      (r) => r.event.attributes.id === cause?.id && r.event.attributes.source === cause?.source,
+    );
+    expect(winner).toBeDefined();
+    const hostLookupLines = (await chain.functionLog('host-lookup')).filter(
+      (l) => l.msg === 'event' && l.namespace === traceNamespace && l.name === clusterB,
+    );
+    const lineOf = (id: unknown) => hostLookupLines.find((l) => l.ce_id === id);
+    // The posted add reached host-lookup in the known trace, header as each engine carries it.
+    expect(lineOf(postedId)?.trace_id).toBe(knownTraceId);
+    const postedAtRecorder = adds.find((r) => r.event.attributes.id === postedId);
+    if (engine === 'knative') expect(postedAtRecorder?.header).toBe(knownTraceparent);
+    else {
+      expect(traceIdOf(postedAtRecorder?.header)).toBe(knownTraceId);
+      expect(postedAtRecorder?.header).not.toBe(knownTraceparent);
+    }
+    // The chain's trace: the one host-lookup handled the winning add in (random for the source's:
+    // its adapter sends none, host-lookup or the embedded broker starts one).
+    const chainTrace = lineOf(winner?.event.attributes.id)?.trace_id;
+    expect(chainTrace).toMatch(/^[0-9a-f]{32}$/);
+    if (winner?.event.attributes.id === postedId) expect(chainTrace).toBe(knownTraceId);
+    else {
+      expect(chainTrace).not.toBe(knownTraceId);
+      expect(lineOf(postedId)?.status).toBe(204);
+    }
+
     const chainOfB = all.filter((r) => r.event.attributes.subject === subject);
     const steps = [
       EventTypes.hostsResolved,
@@ -315,33 +346,17 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     expect([...new Set(chainOfB.map((r) => r.event.attributes.type))].sort()).toEqual([...steps].sort());
     const [hostsResolved] = chainOfB.filter((r) => r.event.attributes.type === EventTypes.hostsResolved);
     expect(hostsResolved?.event.attributes.id).toBe(replyIdFor('HostsResolved', cause));
-
-    // The add: no source sent one for B; the posted one arrived in its trace.
-    const adds = all.filter(
-      (r) =>
-        r.event.attributes.type === SourceEventTypes.resourceAdd && r.event.attributes['name'] === clusterB,
-    );
-    expect(adds.map((r) => r.event.attributes.id)).toEqual([cause.id]);
-    const [addAtRecorder] = adds;
-    if (engine === 'knative') {
-      // Tracing off: the header is forwarded as it came in, same parent span id.
-      expect(addAtRecorder?.header).toBe(knownTraceparent);
-    } else {
-      // A span per hop: same trace, another parent span id.
-      expect(traceIdOf(addAtRecorder?.header)).toBe(knownTraceId);
-      expect(addAtRecorder?.header).not.toBe(knownTraceparent);
-    }
-
-    // Every step is in the known trace: the extension on all four, the header up to the Job.
+    // Every step in the chain's trace: the extension on all four; the header (the broker's) up to
+    // the Job is the winning add's as it reached the recorder.
     for (const step of chainOfB)
       expect([step.event.attributes.type, traceIdOf(step.extension)]).toEqual([
         step.event.attributes.type,
-        knownTraceId,
+        chainTrace,
       ]);
     for (const step of chainOfB.filter((r) => r.event.attributes.type !== EventTypes.clusterReady))
       expect([step.event.attributes.type, traceIdOf(step.header)]).toEqual([
         step.event.attributes.type,
-        knownTraceId,
+        traceIdOf(winner?.header),
       ]);
 
     // cluster.ready answers the Job's update, which came in a trace of its own (the
@@ -349,7 +364,7 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     // trace annotated on the Job in the reply's extension, the broker carries the update's.
     const jobName = `kud-${clusterB}`;
     const job = await batch().readNamespacedJob({ name: jobName, namespace: traceNamespace });
-    expect(traceIdOf(job.metadata?.annotations?.['bpa.akraino.org/traceparent'])).toBe(knownTraceId);
+    expect(traceIdOf(job.metadata?.annotations?.['bpa.akraino.org/traceparent'])).toBe(chainTrace);
     const finished = (await chain.functionLog('kud-job-launch')).filter(
       (l) =>
         l.msg === 'event' &&
@@ -358,32 +373,26 @@ describeOnEngines('software install and one trace through the chain', (engine) =
         l['reply_type'] === EventTypes.clusterReady,
     );
     expect(finished.length).toBeGreaterThanOrEqual(1);
-    expect(finished.map((l) => l.trace_id)).toEqual(finished.map(() => knownTraceId));
+    expect(finished.map((l) => l.trace_id)).toEqual(finished.map(() => chainTrace));
     const completion = all.find(
       (r) =>
         r.event.attributes.type === SourceEventTypes.resourceUpdate &&
         r.event.attributes.id === finished[0]!.ce_id,
     );
     expect(completion?.event.attributes['name']).toBe(jobName);
-    const readyEvents = chainOfB.filter((r) => r.event.attributes.type === EventTypes.clusterReady);
-    for (const readyEvent of readyEvents) {
-      if (engine === 'knative') {
+    for (const readyEvent of chainOfB.filter((r) => r.event.attributes.type === EventTypes.clusterReady)) {
+      if (engine === 'knative')
         expect([completion?.header, readyEvent.header]).toEqual([undefined, undefined]);
-      } else {
+      else {
         expect(traceIdOf(readyEvent.header)).toBe(traceIdOf(completion?.header));
-        expect(traceIdOf(readyEvent.header)).not.toBe(knownTraceId);
+        expect(traceIdOf(readyEvent.header)).not.toBe(chainTrace);
       }
     }
-    // software-install took cluster.ready in the known trace (from the extension).
+    // software-install took cluster.ready in the chain's trace (from the extension).
     const softwareLines = (await chain.functionLog('software-install')).filter(
       (l) => l.msg === 'event' && l.ce_type === EventTypes.clusterReady && l.namespace === traceNamespace,
     );
     expect(softwareLines.length).toBeGreaterThanOrEqual(1);
-    expect(softwareLines.map((l) => l.trace_id)).toEqual(softwareLines.map(() => knownTraceId));
-    expect(
-      conditionOf(await readProvisioning(chain.kubeConfig, traceNamespace, clusterB), 'Ready'),
-    ).toMatchObject({
-      status: 'True',
-    });
+    expect(softwareLines.map((l) => l.trace_id)).toEqual(softwareLines.map(() => chainTrace));
   }, 480_000);
 });
