@@ -112,12 +112,23 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     prepare: async ({ cluster, kubeConfig, namespace }) => {
       if (!existsSync(join(repoRoot(), 'dist/bundle/software-install-job.mjs')))
         throw new Error('dist/bundle/software-install-job.mjs is missing: run npm run build first');
+      // A pod is refused until the namespace's default ServiceAccount exists, and the
+      // ReplicaSet controller backs off after a refusal: on a fresh cluster, wait for it first.
+      await waitFor(
+        () =>
+          kubeConfig
+            .makeApiClient(CoreV1Api)
+            .readNamespacedServiceAccount({ name: 'default', namespace })
+            .then(() => true)
+            .catch(() => undefined),
+        { what: `ServiceAccount ${namespace}/default`, timeoutMs: 60_000, intervalMs: 250 },
+      );
+      recorder = await startRecorder(kubeConfig, namespace);
       lab = await startLab({ namespace, network: cluster.nodeNetwork! });
       await lab.applyToCluster(kubeConfig);
       traceNamespace = await createNamespace(kubeConfig, uniqueNamespaceName('chain-trace'));
       // B's KUD Job mounts the SSH key from its own namespace.
       await lab.applySshKeySecret(kubeConfig, traceNamespace);
-      recorder = await startRecorder(kubeConfig, namespace);
     },
     cleanup: async () => {
       await lab?.stop();
