@@ -12,7 +12,7 @@ import { postMessage, type Agents, type SendOutcome } from './http-sender.js';
 import type { ResolvedBroker, ResolvedDelivery, ResolvedTrigger } from './load-config.js';
 import type { BrokerMetrics } from './metrics.js';
 import { backoffMs, isRetryable } from './retry-policy.js';
-import { childTraceContext, traceContextFrom, type TraceContext } from './trace-context.js';
+import { childTraceContext, type TraceContext } from './trace-context.js';
 
 export const ttlExtension = 'knativebrokerttl';
 /** Knative truncates the base64 of the failed response body to this many characters. */
@@ -40,7 +40,7 @@ export interface DispatcherDeps {
 
 /** The result of one attempt, judged by Knative's rules. */
 type AttemptResult =
-  | { ok: true; status: number; reply?: RawEvent; replyTrace?: TraceContext }
+  | { ok: true; status: number; reply?: RawEvent }
   | {
       ok: false;
       /** HTTP status seen, null for connection errors/timeouts. */
@@ -86,7 +86,7 @@ function judge(outcome: SendOutcome): AttemptResult {
   }
   try {
     const reply = decodeHttpEvent(headers, body);
-    return { ok: true, status, reply, replyTrace: traceContextFrom(headers) };
+    return { ok: true, status, reply };
   } catch (error) {
     return {
       ok: false,
@@ -241,7 +241,10 @@ export async function deliverToTrigger(
           withTtl(event, ttl),
           result.reply,
           ttl,
-          result.replyTrace ?? outgoingTrace,
+          // As Knative: the reply goes on in the delivery's context. Its filter drops the
+          // subscriber's `traceparent` answer header (it passes on only x-request-id,
+          // retry-after, knative-* and x-b3-*); the reply's own traceparent extension stays.
+          outgoingTrace,
           {
             ...baseRecord(),
             attempt,

@@ -1,12 +1,13 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
 import { parseEnv, serverEnvSchema, type Env } from '../config.js';
 import { describeError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { parseHttpEvent } from '../cloudevents/message.js';
 import { FunctionMetrics, RuntimeMetrics, type InvocationOutcome } from '../telemetry/metrics.js';
-import { Tracing, type TraceHeaders } from '../telemetry/tracing.js';
+import { Tracing, traceIdOf, type TraceHeaders } from '../telemetry/tracing.js';
 import { acceptedTypes, routeEvent, unacceptedType, type EventProblem } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
 import { readBody } from './http-body.js';
@@ -161,12 +162,7 @@ export async function startFunctionServer<Config>(
         return;
       }
       state.eventType = event.type;
-      const parent: TraceHeaders = headerTrace.traceparent
-        ? headerTrace
-        : {
-            traceparent: typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined,
-            tracestate: typeof event['tracestate'] === 'string' ? event['tracestate'] : undefined,
-          };
+      const parent = requestTraceParent(event, headerTrace);
       const spanName = `${definition.name} ${event.type}`;
       const eventAttributes: Record<string, string> = {
         'cloudevents.event_id': event.id,
@@ -305,4 +301,18 @@ export async function startFunctionServer<Config>(
   };
 
   return { url, port: boundPort, close, ...(metrics ? { metrics } : {}) };
+}
+
+/**
+ * The trace a request continues: the event's distributed-tracing extension when it holds a valid
+ * traceparent, else the HTTP headers. The extension is the producer's and every broker leaves it
+ * as it is; the header is the transport's: Knative's broker keeps, replaces (tracing on) or
+ * leaves it out (tracing off, nothing came in), and sends a reply on in the trace of the delivery
+ * that produced it, not the one the reply names (docs/knative.md "Trace context").
+ */
+export function requestTraceParent(event: CloudEvent<unknown>, headers: TraceHeaders): TraceHeaders {
+  const extension = typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined;
+  if (traceIdOf(extension) === undefined) return headers;
+  const tracestate = typeof event['tracestate'] === 'string' ? event['tracestate'] : undefined;
+  return { traceparent: extension, ...(tracestate ? { tracestate } : {}) };
 }

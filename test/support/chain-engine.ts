@@ -92,6 +92,11 @@ export interface ChainEngineOptions {
   config(setup: ChainSetup): Record<string, string>;
   /** Runs after the namespace exists and before the engine starts (Secrets, hosts, pods). */
   prepare?(setup: ChainSetup): Promise<void>;
+  /**
+   * Runs in afterAll once the engine stopped and before the cluster stops (what `prepare` started
+   * outside the cluster: a lab's sshd hosts and their network namespaces on the node's network).
+   */
+  cleanup?(setup: ChainSetup): Promise<void>;
   /** Triggers added to the manifests' on either engine (a recorder). */
   extraObjects?(setup: ChainSetup): KubernetesObject[];
 }
@@ -276,7 +281,11 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
 
   afterAll(async () => {
     await state?.stack?.stop();
-    await state?.setup.cluster.stop();
+    try {
+      if (state) await options.cleanup?.(state.setup);
+    } finally {
+      await state?.setup.cluster.stop();
+    }
     if (state?.setup.workDir) await rm(state.setup.workDir, { recursive: true, force: true });
   }, 180_000);
 

@@ -70,6 +70,41 @@ describe('replies', () => {
     expect(records.find((r) => r.trigger === 'pings')).toEqual(expect.objectContaining({ replied: true }));
   });
 
+  it('sends a reply on in the trace of the delivery that produced it, not the subscriber’s answer header', async () => {
+    // Knative's filter passes on only x-request-id, retry-after, knative-* and x-b3-* of a
+    // subscriber's answer (pkg/utils/headers.go), and the channel dispatcher posts the reply in
+    // the context of the delivery (docs/knative.md "Trace context"). The reply's own
+    // distributed-tracing extension travels untouched.
+    const deliveredTrace = '0af7651916cd43dd8448eb211c80319c';
+    const answerTrace = 'f'.repeat(31) + '1';
+    const extension = `00-${'e'.repeat(31)}1-${'a'.repeat(16)}-01`;
+    const replier = await subscriber(() => {
+      const message = HTTP.binary(
+        new CloudEvent({ type: 'com.example.pong', source: '/replier', data: 'x', traceparent: extension }),
+      );
+      return {
+        status: 200,
+        headers: {
+          ...(message.headers as Record<string, string>),
+          traceparent: `00-${answerTrace}-${'b'.repeat(16)}-01`,
+        },
+        body: message.body as string,
+      };
+    });
+    const observer = await subscriber();
+    const running = await broker([
+      brokerObject('default'),
+      triggerObject('pings', replier.url, { filter: { attributes: { type: 'com.example.ping' } } }),
+      triggerObject('pongs', observer.url, { filter: { attributes: { type: 'com.example.pong' } } }),
+    ]);
+    await postEvent(running.ingressUrl('test', 'default'), ping(), 'binary', {
+      traceparent: `00-${deliveredTrace}-b7ad6b7169203331-01`,
+    });
+    const [received] = await observer.waitForCount(1);
+    expect(String(received!.headers.traceparent).split('-')[1]).toBe(deliveredTrace);
+    expect(received!.headers['ce-traceparent']).toBe(extension);
+  });
+
   it('routes a structured-mode reply too', async () => {
     const replier = await subscriber(() => {
       const message = HTTP.structured(

@@ -374,6 +374,43 @@ describe('function server', () => {
       expect(response.headers.get('traceparent')).toMatch(new RegExp(`^00-${incomingTraceId}-`));
     });
 
+    it('continues the event’s distributed-tracing extension over a traceparent header of another trace', async () => {
+      // On Knative the header is the broker's: a reply travels in the trace of the delivery
+      // that produced it, so after kud-job-launch continued a recorded trace, cluster.ready's
+      // header is the Job update's trace and only its extension is the Provisioning's.
+      const brokerTraceparent = `00-${'b'.repeat(32)}-${'c'.repeat(16)}-01`;
+      const response = await post(
+        server.url,
+        binaryHeaders({
+          'ce-id': 'traced-3',
+          'ce-traceparent': incomingTraceparent,
+          traceparent: brokerTraceparent,
+        }),
+        JSON.stringify({ name: 'Hal' }),
+      );
+      expect(response.status).toBe(200);
+      expect(response.headers.get('traceparent')).toMatch(new RegExp(`^00-${incomingTraceId}-`));
+      expect(response.headers.get('ce-traceparent')).toBe(response.headers.get('traceparent'));
+      const span = spans.getFinishedSpans().find((s) => s.attributes['cloudevents.event_id'] === 'traced-3');
+      expect(span?.parentSpanContext?.spanId).toBe(incomingSpanId);
+      const line = logs.lines.find((l) => l.msg === 'event' && l.ce_id === 'traced-3');
+      expect(line?.trace_id).toBe(incomingTraceId);
+    });
+
+    it('falls back to the traceparent header when the event has no valid extension', async () => {
+      const response = await post(
+        server.url,
+        binaryHeaders({
+          'ce-id': 'traced-4',
+          'ce-traceparent': 'not-a-traceparent',
+          traceparent: incomingTraceparent,
+        }),
+        JSON.stringify({ name: 'Ida' }),
+      );
+      expect(response.status).toBe(200);
+      expect(response.headers.get('traceparent')).toMatch(new RegExp(`^00-${incomingTraceId}-`));
+    });
+
     it('starts a new trace when there is none and still logs its id', async () => {
       const response = await post(
         server.url,
