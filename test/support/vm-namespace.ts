@@ -74,3 +74,30 @@ export async function createVmPod(
     body: { ...pod, status: { phase: 'Running', ...(podIP ? { podIP, podIPs: [{ ip: podIP }] } : {}) } },
   });
 }
+
+/**
+ * The Virtlet scenario of the chain suites (chain-variants.test.ts and chain/baremetal.test.ts):
+ * vm-1's IP from status.podIP; vm-2's from its default network entry (not the first one), under
+ * the older networks-status annotation; vm-broken's annotation is not JSON and is passed over.
+ * The Provisioning names de:ad:..:01 as master and de:ad:..:02 (upper case) as worker.
+ */
+export async function createVirtletScenarioPods(kubeConfig: KubeConfig, namespace: string): Promise<void> {
+  await createVmPod(kubeConfig, {
+    namespace,
+    name: 'vm-1',
+    networks: [
+      { name: 'cni0', interface: 'eth0', ips: ['10.244.1.5'], mac: 'de:ad:00:00:00:01', default: true },
+    ],
+    podIP: '10.244.1.5',
+  });
+  await createVmPod(kubeConfig, {
+    namespace,
+    name: 'vm-2',
+    networks: [
+      { name: 'sriov', interface: 'net1', ips: ['192.168.50.2'], mac: 'de:ad:00:00:00:99' },
+      { name: 'flannel', interface: 'eth0', ips: ['172.16.0.9'], mac: 'DE:AD:00:00:00:02', default: true },
+    ],
+    annotation: 'k8s.v1.cni.cncf.io/networks-status',
+  });
+  await createVmPod(kubeConfig, { namespace, name: 'vm-broken', networks: 'not json' });
+}

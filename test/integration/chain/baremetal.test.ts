@@ -33,7 +33,7 @@ import {
 import { describeOnEngines, useChainEngine, type ChainEngine } from '../../support/chain-engine.js';
 import { startRecorder, type Recorder } from '../../support/knative-objects.js';
 import { createKudSshKeySecret, jobPodLog, kudTestImage } from '../../support/node.js';
-import { createVmNamespaceRbac, createVmPod } from '../../support/vm-namespace.js';
+import { createVmNamespaceRbac, createVirtletScenarioPods } from '../../support/vm-namespace.js';
 import {
   conditionOf,
   createBareMetalHost,
@@ -272,26 +272,7 @@ describeOnEngines('successful chain variants', (engine) => {
 
   it('a Virtlet VM cluster from its running VM pods (cluster-type virtlet-vm)', async () => {
     const { namespace } = chain;
-    // IP from status.podIP; for the worker from the default network entry (not the first one);
-    // a pod whose network annotation is not JSON is passed over.
-    await createVmPod(chain.kubeConfig, {
-      namespace,
-      name: 'vm-1',
-      networks: [
-        { name: 'cni0', interface: 'eth0', ips: ['10.244.1.5'], mac: 'de:ad:00:00:00:01', default: true },
-      ],
-      podIP: '10.244.1.5',
-    });
-    await createVmPod(chain.kubeConfig, {
-      namespace,
-      name: 'vm-2',
-      networks: [
-        { name: 'sriov', interface: 'net1', ips: ['192.168.50.2'], mac: 'de:ad:00:00:00:99' },
-        { name: 'flannel', interface: 'eth0', ips: ['172.16.0.9'], mac: 'DE:AD:00:00:00:02', default: true },
-      ],
-      annotation: 'k8s.v1.cni.cncf.io/networks-status',
-    });
-    await createVmPod(chain.kubeConfig, { namespace, name: 'vm-broken', networks: 'not json' });
+    await createVirtletScenarioPods(chain.kubeConfig, namespace);
     const created = await apply(
       provisioningObject({
         name: 'vms',

@@ -24,7 +24,7 @@ import {
   releaseKudJob,
   waitForJobEnd,
 } from '../../support/node.js';
-import { createVmPod } from '../../support/vm-namespace.js';
+import { createVirtletScenarioPods } from '../../support/vm-namespace.js';
 import { ChainHarness, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
 import {
   conditionOf,
@@ -54,25 +54,7 @@ describeOnNode('chain variants', () => {
 
   it('builds a Virtlet VM cluster from its running VM pods', async () => {
     const namespace = cluster.namespace;
-    // IP from status.podIP; for the worker from the default network entry (not the first one).
-    await createVmPod(cluster.kubeConfig, {
-      namespace,
-      name: 'vm-1',
-      networks: [
-        { name: 'cni0', interface: 'eth0', ips: ['10.244.1.5'], mac: 'de:ad:00:00:00:01', default: true },
-      ],
-      podIP: '10.244.1.5',
-    });
-    await createVmPod(cluster.kubeConfig, {
-      namespace,
-      name: 'vm-2',
-      networks: [
-        { name: 'sriov', interface: 'net1', ips: ['192.168.50.2'], mac: 'de:ad:00:00:00:99' },
-        { name: 'flannel', interface: 'eth0', ips: ['172.16.0.9'], mac: 'DE:AD:00:00:00:02', default: true },
-      ],
-      annotation: 'k8s.v1.cni.cncf.io/networks-status',
-    });
-    await createVmPod(cluster.kubeConfig, { namespace, name: 'vm-broken', networks: 'not json' });
+    await createVirtletScenarioPods(cluster.kubeConfig, namespace);
     const created = await createProvisioning(
       cluster.kubeConfig,
       provisioningObject({
