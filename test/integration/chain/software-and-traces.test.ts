@@ -60,7 +60,12 @@ import { replyIdFor, stepCausesField } from '../../../shared/k8s/step-causes.js'
 import { traceIdOf } from '../../../shared/telemetry/tracing.js';
 import { describeOnEngines, useChainEngine, type ChainEngine } from '../../support/chain-engine.js';
 import { startRecorder, type Recorder, type RecordedRequest } from '../../support/knative-objects.js';
-import { bpaGroup, conditionOf, readProvisioning } from '../functions/support/fixtures.js';
+import {
+  bpaGroup,
+  conditionOf,
+  readProvisioning,
+  type StoredCondition,
+} from '../functions/support/fixtures.js';
 
 const clusterA = 'edge-a';
 const clusterB = 'edge-b';
@@ -70,13 +75,7 @@ interface StoredSoftware {
   metadata: { name: string; generation: number };
   spec: { masterSoftware: unknown[]; workerSoftware: unknown[] };
   status?: {
-    conditions?: {
-      type: string;
-      status: string;
-      reason?: string;
-      message?: string;
-      observedGeneration?: number;
-    }[];
+    conditions?: StoredCondition[];
     hosts?: { node: string; ip: string; exitCode: number | null; packages: string[] }[];
     installJob?: string;
   };

@@ -4,8 +4,8 @@
  * Virtlet VM pods only in VM_NAMESPACES (none by default). A tenant's own BareMetalHost or a pod
  * dressed as a VM in the tenant's namespace answers for nothing.
  */
+import { createVmPod } from '../../support/vm-namespace.js';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CoreV1Api } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
 import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
 import { hostLookupConfigSchema } from '../../../functions/host-lookup/config.js';
@@ -22,35 +22,14 @@ import {
 
 const cluster = useTestCluster();
 
-/** A Running pod that looks like a Virtlet VM with this MAC. */
-async function createVmLookalike(namespace: string, name: string, mac: string, ip: string) {
-  const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-  const pod = await core.createNamespacedPod({
+/** A Running pod that looks like a Virtlet VM with this MAC (test/support/vm-namespace.ts). */
+const createVmLookalike = (namespace: string, name: string, mac: string, ip: string) =>
+  createVmPod(cluster.kubeConfig, {
     namespace,
-    body: {
-      metadata: {
-        name,
-        annotations: {
-          'kubernetes.io/target-runtime': 'virtlet.cloud',
-          'k8s.v1.cni.cncf.io/network-status': JSON.stringify([
-            { name: 'n', interface: 'eth0', ips: [ip], mac, default: true },
-          ]),
-        },
-      },
-      spec: {
-        // Never scheduled: the run's node would otherwise take the pod and write its status.
-        schedulerName: 'virtlet-test-no-scheduler',
-        automountServiceAccountToken: false,
-        containers: [{ name: 'vm', image: 'virtlet.cloud/cirros' }],
-      },
-    },
-  });
-  await core.replaceNamespacedPodStatus({
     name,
-    namespace,
-    body: { ...pod, status: { phase: 'Running', podIP: ip } },
+    networks: [{ name: 'n', interface: 'eth0', ips: [ip], mac, default: true }],
+    podIP: ip,
   });
-}
 
 describe('BMH_NAMESPACE and VM_NAMESPACES', () => {
   let platform = '';

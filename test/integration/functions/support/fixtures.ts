@@ -55,19 +55,22 @@ export async function createProvisioning(
   })) as StoredProvisioning;
 }
 
+/** A status condition as the API server stores it on the project's resources. */
+export interface StoredCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+}
+
 export interface StoredProvisioning {
   apiVersion: string;
   kind: string;
   metadata: { name: string; namespace: string; uid: string; generation: number; resourceVersion: string };
   spec: Record<string, unknown>;
   status?: {
-    conditions?: {
-      type: string;
-      status: string;
-      reason?: string;
-      message?: string;
-      observedGeneration?: number;
-    }[];
+    conditions?: StoredCondition[];
     nodes?: { label: string; roles: string[]; mac: string; ip: string; source: string }[];
     jobName?: string;
   };
