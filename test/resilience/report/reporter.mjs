@@ -5,7 +5,12 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const order = ['API faults', 'Event faults', 'Host faults', 'Bad input', 'Load', 'Security'];
+const order = ['API faults', 'Event faults', 'Host faults', 'Bad input', 'Load', 'Security', 'Attacks'];
+
+// Categories whose line reads in their own words (the tallies count the same three numbers).
+const formats = {
+  Attacks: (t) => `Attacks: attacks tried ${t.injected}, gained ${t.lost}`,
+};
 
 export default class ResilienceReporter {
   constructor(globalConfig) {
@@ -49,6 +54,8 @@ export default class ResilienceReporter {
       .filter((category) => totals.has(category))
       .map((category) => {
         const t = totals.get(category);
+        const format = formats[category];
+        if (format) return format(t);
         return `${category}: faults injected ${t.injected}, recovered ${t.recovered}, lost ${t.lost}`;
       });
     const report =

@@ -15,6 +15,9 @@ export const categories = [
   'Bad input',
   'Load',
   'Security',
+  // Hostile tenants (contract section 12): injected = attacks tried, lost = attacks that gained
+  // the tenant anything outside its namespace. Reported as `attacks tried N, gained N`.
+  'Attacks',
 ] as const;
 export type FaultCategory = (typeof categories)[number];
 
