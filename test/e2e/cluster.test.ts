@@ -57,6 +57,17 @@ describe('bpa cluster (a real process)', () => {
         'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
       );
       expect(ready.stdout).toBe('True');
+      // The ServiceAccount admission plugin refuses a pod until kube-controller-manager has made
+      // the namespace's `default` ServiceAccount (a fresh-clone CI run failed here on a new machine).
+      let serviceAccount = false;
+      for (let i = 0; i < 120 && !serviceAccount; i++) {
+        serviceAccount = await kubectl('get', 'serviceaccount', 'default', '-o', 'name').then(
+          () => true,
+          () => false,
+        );
+        if (!serviceAccount) await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      expect(serviceAccount).toBe(true);
       // A pod of the KUD image (mapped to a local command) runs on the node and ends Succeeded.
       await kubectl(
         'run',
