@@ -11,6 +11,10 @@
 #   cache .../bpa-functions/knative-eventing-<version>/). docs/knative.md.
 # knative-serving: Knative Serving's admission webhook, `webhook` (override: KNATIVE_SERVING_ASSETS;
 #   cache .../bpa-functions/knative-serving-<version>/).
+# gitops-check: the GitOps health checker of test/integration/gitops (engines/gitops-check: kstatus
+#   from sigs.k8s.io/cli-utils, cel-go as Flux runs healthCheckExprs, gopher-lua as Argo CD runs its
+#   health checks), our own main package; override TEST_ASSET_GITOPS_CHECK; cache
+#   .../bpa-functions/gitops-check-<hash of its go.mod, go.sum and main.go>/, so an edit rebuilds it.
 # For each binary, in order of preference:
 #   1. KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd, as envtest uses; it may hold
 #      kube-controller-manager and kube-scheduler too)
@@ -26,8 +30,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/versions.env"
 set_name=${1:-control-plane}
 case "$set_name" in
-  control-plane | s3 | knative | knative-serving) ;;
-  *) echo "usage: engines/build.sh [control-plane|s3|knative|knative-serving]" >&2; exit 2 ;;
+  control-plane | s3 | knative | knative-serving | gitops-check) ;;
+  *) echo "usage: engines/build.sh [control-plane|s3|knative|knative-serving|gitops-check]" >&2; exit 2 ;;
 esac
 
 log() { printf '[engines] %s\n' "$*" >&2; }
@@ -39,6 +43,9 @@ elif [ "$set_name" = knative ]; then
   cache="$root/knative-eventing-${KNATIVE_EVENTING_VERSION}"
 elif [ "$set_name" = knative-serving ]; then
   cache="$root/knative-serving-${KNATIVE_SERVING_VERSION}"
+elif [ "$set_name" = gitops-check ]; then
+  gitops_hash=$(cat "$here/gitops-check/go.mod" "$here/gitops-check/go.sum" "$here/gitops-check/main.go" | sha256sum | cut -c1-12)
+  cache="$root/gitops-check-${gitops_hash}"
 else
   cache="${XDG_CACHE_HOME:-$HOME/.cache}/bpa-functions/k8s/kube-apiserver-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}"
 fi
@@ -159,6 +166,20 @@ if [ "$set_name" = knative ]; then
 fi
 if [ "$set_name" = knative-serving ]; then
   knative_set KNATIVE_SERVING_ASSETS knative-serving knative-serving knative.dev/serving/cmd webhook
+fi
+
+if [ "$set_name" = gitops-check ]; then
+  src=$(provided gitops-check)
+  if [ -n "$src" ]; then
+    log "gitops-check: using $src"
+    echo "$(dirname "$(realpath "$src")")"
+    exit 0
+  fi
+  # Our own main package: `go build .` in its module (a minute or three the first time).
+  [ -x "$cache/gitops-check" ] || build_go gitops-check gitops-check gitops-check -ldflags "-s -w" .
+  log "gitops-check: $cache/gitops-check"
+  echo "$cache"
+  exit 0
 fi
 
 if [ "$set_name" = s3 ]; then

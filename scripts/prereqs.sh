@@ -46,6 +46,8 @@ if [ "$purpose" = test ]; then
   # (test/integration/knative) and `bpa dev --engine knative`: minutes the first time, then cached.
   bash engines/build.sh knative >/dev/null
   bash engines/build.sh knative-serving >/dev/null
+  # The GitOps health checker (kstatus, Flux's CEL, Argo CD's Lua) of test/integration/gitops.
+  bash engines/build.sh gitops-check >/dev/null
 fi
 if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
   # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.

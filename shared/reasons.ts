@@ -98,6 +98,10 @@ export const conditionReasons = {
     means: 'cluster-type virtlet-vm but no VM_NAMESPACES configured',
     sweep: 'retry',
   },
+  Pending: {
+    status: 'True',
+    means: 'Reconciling (shared/core/kstatus.ts): no step has reported on this generation yet',
+  },
   Deleting: { status: 'Unknown', means: 'Deleted: the cleanup (Job, KUD directory, cluster name) runs' },
   KubeconfigPublished: {
     status: 'True',

@@ -1,4 +1,5 @@
 import { transient } from '../errors.js';
+import { imageStall, withKstatus } from '../core/kstatus.js';
 import type { ResourceRef } from '../events/types.js';
 import {
   imageApiVersion,
@@ -115,7 +116,8 @@ export async function updateImageStatus(
     try {
       const stored = await clients.custom.replaceNamespacedCustomObjectStatus({
         ...where(namespace, name),
-        body: { ...fresh, status: { ...status, observedGeneration: fresh.metadata.generation } },
+        // observedGeneration and the kstatus conditions (Reconciling, Stalled), derived in one place.
+        body: { ...fresh, status: withKstatus(fresh, status, imageStall(status.phase)) },
       });
       return imageSchema.parse(stored) as StoredImage;
     } catch (error) {

@@ -4,6 +4,7 @@ import type { StoredObject } from './stored-object.js';
 import { classifyApiError, isConflict, isNotFound } from './api-errors.js';
 import { getCustomObject } from './custom-objects.js';
 import { transient } from '../errors.js';
+import { withKstatus } from '../core/kstatus.js';
 
 export interface StatusTarget {
   resource: CustomResource;
@@ -51,6 +52,9 @@ export async function updateStatus(
 /**
  * One status replace with `object`'s resourceVersion as precondition. A 409 is reported, not
  * retried: callers that claim work use it to learn that someone else got there first.
+ * Every status write of a Provisioning or a Software goes through here, so this is where
+ * `status.observedGeneration` and the kstatus conditions (Reconciling, Stalled) are derived from
+ * the step conditions being written (shared/core/kstatus.ts): no step sets them itself.
  */
 export async function replaceStatus(
   clients: KubeClients,
@@ -66,7 +70,7 @@ export async function replaceStatus(
       plural,
       namespace: target.namespace,
       name: target.name,
-      body: { ...object, status },
+      body: { ...object, status: withKstatus(object, status) },
     })) as StoredObject;
     return { outcome: 'written', object: stored };
   } catch (error) {
