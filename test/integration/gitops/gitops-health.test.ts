@@ -17,9 +17,6 @@
  * (test/support/sshd.ts); the Image goes through the real image service (tus, versitygw).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   BatchV1Api,
