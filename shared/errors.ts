@@ -86,7 +86,6 @@ export const httpStatusByReason: Readonly<Record<string, number>> = {
   KubernetesForbidden: 500, // the service's own ServiceAccount lacks a right: its deployment is wrong
   KubernetesApiError: 500,
   KubernetesApiUnavailable: 503,
-  StorageUnavailable: 503,
 };
 
 /**

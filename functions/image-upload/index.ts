@@ -163,6 +163,20 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
       if (status >= 500) refusals.set(res, { reason, message, stack: (error as Error)?.stack ?? '' });
     });
   });
+  // Bytes that are not HTTP (or a method Node does not parse): 400 with the JSON error body, as
+  // the function server answers them, and keep serving.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return void socket.destroy();
+    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+    const body = JSON.stringify({
+      error: tooLarge
+        ? { reason: 'HeadersTooLarge', message: 'The request headers are too large' }
+        : { reason: 'BadRequest', message: 'The request is not valid HTTP' },
+    });
+    socket.end(
+      `HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
   // Uploads of large images are long requests: no request timeout beyond the platform's.
   server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {
