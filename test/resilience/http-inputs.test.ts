@@ -73,7 +73,12 @@ function send(base: string, request: HttpCase): Promise<Answer> {
         port: url.port,
         method: request.method,
         path: request.path,
-        headers: request.headers,
+        // Framed explicitly: Node's client sends the body of a HEAD, DELETE, OPTIONS or TRACE
+        // without Content-Length, and the server would read it as the next request.
+        headers:
+          request.body.length > 0
+            ? { ...request.headers, 'content-length': String(request.body.length) }
+            : request.headers,
         agent: false,
         timeout: requestTimeoutMs,
       },
@@ -340,6 +345,45 @@ describe('HTTP inputs: generated bad requests against a running bpa dev --images
         .filter((e): e is [string, string] => e[1] !== undefined)
         .map(([k, v]) => [k, headerSafe(v)]),
     );
+
+  it("the issue's reproduction: the REST agent's first request for an owner namespace that does not exist is a 404 naming it", async () => {
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    // `alpha` as in the issue, unless a test of the run made it.
+    const exists = await core.readNamespace({ name: 'alpha' }).then(
+      () => true,
+      () => false,
+    );
+    const owner = exists ? `alpha-${cluster.namespace}` : 'alpha';
+    const metadata = {
+      owner,
+      cluster_name: 'beta',
+      type: 'container',
+      image_name: 'qwerty123',
+      image_length: 34,
+      image_offset: 0,
+      upload_complete: false,
+      description: { image_records: [{ image_record_name: 'iuysdi1234', repo: 'icn', tag: '2' }] },
+    };
+    const form = new FormData();
+    form.append('metadata', new Blob([JSON.stringify(metadata)], { type: 'application/json' }));
+    form.append('file', new Blob([JSON.stringify(metadata)]), 'sample.json');
+    const response = await fetch(`${imageService}/v1/baremetalcluster/${owner}/beta/container_images`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${writerToken}` },
+      body: form,
+    });
+    const body = (await response.json()) as { error?: { reason?: string; message?: string } };
+    expect([response.status, body.error?.message]).toEqual([404, expect.stringContaining(`"${owner}"`)]);
+    expect(body.error?.reason).toMatch(/^[A-Z][A-Za-z]+$/);
+    // Logged once, at warn: a client's mistake pages nobody.
+    const logged = () =>
+      output.stderr.split('\n').filter((line) => line.includes(`/v1/baremetalcluster/${owner}/`));
+    // The line reaches this process through bpa dev's stderr pipe, a moment after the answer.
+    for (let i = 0; i < 50 && logged().length === 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    const lines = logged();
+    expect(lines.map((line) => (JSON.parse(line) as { level: string }).level)).toEqual(['warn']);
+  });
 
   it('the BPA REST agent routes: never a 5xx', async () => {
     const metadata = fc
