@@ -167,14 +167,17 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
   // the function server answers them, and keep serving.
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return void socket.destroy();
-    const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+    // Headers too large: no body, as Node answers it (the method is unknown, and a HEAD's client
+    // could not read one).
+    if (error.code === 'HPE_HEADER_OVERFLOW')
+      return void socket.end(
+        'HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n',
+      );
     const body = JSON.stringify({
-      error: tooLarge
-        ? { reason: 'HeadersTooLarge', message: 'The request headers are too large' }
-        : { reason: 'BadRequest', message: 'The request is not valid HTTP' },
+      error: { reason: 'BadRequest', message: 'The request is not valid HTTP' },
     });
     socket.end(
-      `HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   });
   // Uploads of large images are long requests: no request timeout beyond the platform's.

@@ -259,6 +259,7 @@ describe('HTTP inputs: generated bad requests against a running bpa dev --images
       answer.status >= 400 &&
       request.method !== 'HEAD' &&
       answer.status !== 416 &&
+      answer.status !== 431 && // headers too large: answered before any route, with no body
       // tus keeps its own status codes, headers and bodies (the REST agent's PATCH is a tus PATCH).
       answer.headers['tus-resumable'] === undefined &&
       !(request.surface === 'tus' && request.path.startsWith('/files/'))
