@@ -35,8 +35,9 @@ Output: the first line is "HTTP <status> <text>". When the response carries a Cl
 function's reply), its attributes follow, one "name: value" per line in name order, then its data
 (JSON pretty-printed); otherwise the response body as received.
 
-Exit status: 0 for a 2xx response; 1 for any other status or when the URL cannot be reached
-(the reason on stderr); 2 for bad options or an unreadable --data file.
+Exit status: 0 for a 2xx response; 1 for any other status (the response on stdout, and one line
+on stderr: the status and the error's reason and message) or when the URL cannot be reached (the
+reason on stderr); 2 for bad options or an unreadable --data file.
 
 Examples:
   bpa send --to http://127.0.0.1:8080/ --type dev.knative.sources.ping --data '{}'
@@ -230,7 +231,36 @@ async function send(argv: string[], io: CliIO): Promise<number> {
       `bpa send: the response looks like a CloudEvent but is not a valid one: ${response.replyError}\n`,
     );
   }
-  return response.status >= 200 && response.status <= 299 ? 0 : 1;
+  const ok = response.status >= 200 && response.status <= 299;
+  if (!ok) io.stderr(`bpa send: ${refusalLine(options.to, response)}\n`);
+  return ok ? 0 : 1;
+}
+
+/**
+ * One line for stderr saying why a non-2xx answer failed: who answered what, and the
+ * `{error: {reason, message}}` of the project's servers (else the body's first line), so a
+ * script's log shows the cause without the response printed above it.
+ */
+export function refusalLine(to: string, response: SinkResponse): string {
+  const head = `${to} answered HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
+  const text = response.body.toString('utf8');
+  let detail: string | undefined;
+  try {
+    const error = (JSON.parse(text) as { error?: { reason?: unknown; message?: unknown } }).error;
+    if (typeof error?.reason === 'string')
+      detail = `${error.reason}${typeof error.message === 'string' ? `: ${error.message}` : ''}`;
+  } catch {
+    // not JSON: the body's first line, if any
+  }
+  detail ??= text.split('\n').find((line) => line.trim() !== '');
+  const oneLine = detail?.replace(/\s+/g, ' ').trim().slice(0, 300);
+  const meaning =
+    response.status >= 500
+      ? ' (the server failed)'
+      : response.status >= 400
+        ? ' (the request was refused)'
+        : '';
+  return `${head}${meaning}${oneLine ? `: ${oneLine}` : ''}`;
 }
 
 export const sendCommand: CliCommand = {

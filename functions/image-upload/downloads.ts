@@ -5,9 +5,10 @@ import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/cli
 import { checksumLine } from '../../shared/core/image-names.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { readImage } from '../../shared/k8s/image.js';
-import { dns1123LabelPattern } from '../../shared/schemas/kube.js';
+import { dns1123LabelPattern, dns1123SubdomainPattern } from '../../shared/schemas/kube.js';
 import type { Logger } from '../../shared/log.js';
 import { isS3NotFound } from '../../shared/storage/s3.js';
+import { HttpFailure } from './uploads.js';
 
 /** `/images/<namespace>/<Image name>` and `/images/<namespace>/<Image name>.sha256sum` */
 export const downloadRoute = /^\/images\/([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253}?)(\.sha256sum)?$/;
@@ -29,22 +30,17 @@ export function downloads(clients: KubeClients, s3: S3Client, bucket: string, lo
     const match = downloadRoute.exec(path);
     if (!match) return false;
     const [, namespace = '', name = '', checksumSuffix] = match;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD' }).end();
-      return true;
-    }
-    if (!dns1123LabelPattern.test(namespace)) {
-      res.writeHead(404).end();
-      return true;
-    }
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      throw new HttpFailure(405, 'MethodNotAllowed', `${req.method} is not allowed on ${path}`, {
+        allow: 'GET, HEAD',
+      });
+    // Names no Image can have (`..`, `a.`) are not looked up: they would not name one object.
+    if (!dns1123LabelPattern.test(namespace) || !dns1123SubdomainPattern.test(name))
+      throw new HttpFailure(404, 'ImageNotReady', `No Ready image ${namespace}/${name}`);
     const image = await readImage(clients, namespace, name);
     const key = image?.status?.storage?.key;
-    if (!image || image.status?.phase !== 'Ready' || !key || !image.status.sha256) {
-      res
-        .writeHead(404, { 'content-type': 'text/plain' })
-        .end(`ImageNotReady: no Ready image ${namespace}/${name}\n`);
-      return true;
-    }
+    if (!image || image.status?.phase !== 'Ready' || !key || !image.status.sha256)
+      throw new HttpFailure(404, 'ImageNotReady', `No Ready image ${namespace}/${name}`);
     if (checksumSuffix) {
       const body = checksumLine(image.status.sha256, image.spec.imageName);
       res.writeHead(200, {

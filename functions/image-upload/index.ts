@@ -7,11 +7,11 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parseEnv, type Env } from '../../shared/config.js';
-import { describeError } from '../../shared/errors.js';
+import { describeError, httpStatusFor } from '../../shared/errors.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { createLogger, type Logger } from '../../shared/log.js';
 import { s3Client, s3ClientConfig } from '../../shared/storage/s3.js';
-import { AccessDenied, bearerToken, ImageAccess } from './access.js';
+import { bearerToken, ImageAccess } from './access.js';
 import { imageUploadConfigSchema, type ImageUploadConfig } from './config.js';
 import { downloads } from './downloads.js';
 import { legacyRoutes } from './legacy-routes.js';
@@ -84,6 +84,8 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
   const download = downloads(clients, s3, config.S3_BUCKET, log);
   let closing = false;
 
+  /** What a refused or failed request is logged with: its reason, message and (5xx) stack. */
+  const refusals = new WeakMap<ServerResponse, { reason: string; message: string; stack?: string }>();
   const fail = (
     res: ServerResponse,
     status: number,
@@ -91,17 +93,23 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
     message: string,
     headers: Record<string, string> = {},
   ) => {
+    refusals.set(res, { reason, message });
     if (res.headersSent) {
       res.destroy();
       return;
     }
     res
-      .writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...headers })
-      .end(`${reason}: ${message}\n`);
+      .writeHead(status, { 'content-type': 'application/json', ...headers })
+      .end(JSON.stringify({ error: { reason, message } }) + '\n');
   };
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://image-service').pathname;
+    let path: string;
+    try {
+      path = new URL(req.url ?? '/', 'http://image-service').pathname;
+    } catch {
+      return fail(res, 400, 'InvalidPath', 'The request target is not a valid URL path');
+    }
     if (path === '/health/liveness') return void res.writeHead(200).end('ok\n');
     if (path === '/health/readiness')
       return void res.writeHead(closing ? 503 : 200).end(closing ? 'closing\n' : 'ok\n');
@@ -131,20 +139,46 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
   }
 
   const server: HttpServer = createServer((req, res) => {
-    route(req, res).catch((error: unknown) => {
-      if (error instanceof AccessDenied)
-        return fail(
-          res,
-          error.status,
-          error.reason,
-          error.message,
-          error.status === 401 ? { 'www-authenticate': 'Bearer' } : {},
-        );
-      if (error instanceof HttpFailure) return fail(res, error.status, error.reason, error.message);
-      const { reason, message } = describeError(error);
-      log.error('request failed', { method: req.method, url: req.url, reason, message });
-      fail(res, reason === 'KubernetesApiUnavailable' ? 503 : 500, reason, message);
+    // One line per answer that is not a success: warn for what the client sent (4xx: it cannot
+    // succeed as sent, nobody needs paging), error for what failed here (5xx).
+    res.once('finish', () => {
+      if (res.statusCode < 400) return;
+      const line = {
+        method: req.method,
+        path: (req.url ?? '').split('?')[0],
+        status: res.statusCode,
+        ...refusals.get(res),
+      };
+      if (res.statusCode >= 500) log.error('request failed', line);
+      else log.warn('request refused', line);
     });
+    route(req, res).catch((error: unknown) => {
+      const status = httpStatusFor(error);
+      const { reason, message } = describeError(error);
+      const headers = {
+        ...(error instanceof HttpFailure ? error.headers : {}),
+        ...(status === 401 ? { 'www-authenticate': 'Bearer' } : {}),
+      };
+      fail(res, status, reason, message, headers);
+      if (status >= 500) refusals.set(res, { reason, message, stack: (error as Error)?.stack ?? '' });
+    });
+  });
+  // Bytes that are not HTTP (or a method Node does not parse): 400 with the JSON error body, as
+  // the function server answers them, and keep serving.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return void socket.destroy();
+    // Headers too large: no body, as Node answers it (the method is unknown, and a HEAD's client
+    // could not read one).
+    if (error.code === 'HPE_HEADER_OVERFLOW')
+      return void socket.end(
+        'HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n',
+      );
+    const body = JSON.stringify({
+      error: { reason: 'BadRequest', message: 'The request is not valid HTTP' },
+    });
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
   // Uploads of large images are long requests: no request timeout beyond the platform's.
   server.requestTimeout = 0;

@@ -4,7 +4,10 @@ import { z } from 'zod';
 import { imageTypeFromRoute } from '../../shared/core/image-names.js';
 import { replaceImageSpec, type StoredImage } from '../../shared/k8s/image.js';
 import {
+  imageClusterNameSchema,
   imageFormatSchema,
+  imageNameSchema,
+  imageOwnerSchema,
   imageSpecSchema,
   type ImageSpec,
   type ImageType,
@@ -225,19 +228,44 @@ export function legacyRoutes(options: LegacyRoutesOptions) {
         'UnknownImageType',
         `${segment} is not binary_images, container_images or os_images`,
       );
-    const name = rawName === undefined ? undefined : decodeURIComponent(rawName);
+    let name: string | undefined;
+    try {
+      name = rawName === undefined ? undefined : decodeURIComponent(rawName);
+    } catch {
+      throw new HttpFailure(400, 'InvalidPath', `The image name ${rawName} is not valid percent-encoding`);
+    }
     const method = req.method ?? 'GET';
     const needsName = method !== 'POST';
-    if (needsName !== (name !== undefined)) {
-      res.writeHead(405, { allow: name === undefined ? 'POST' : 'GET, PUT, PATCH, DELETE' }).end();
-      return true;
-    }
     const verb = ({ POST: 'create', GET: 'get', PUT: 'update', PATCH: 'update', DELETE: 'delete' } as const)[
       method as 'POST'
     ];
-    if (!verb) {
-      res.writeHead(405, { allow: name === undefined ? 'POST' : 'GET, PUT, PATCH, DELETE' }).end();
-      return true;
+    if (!verb || needsName !== (name !== undefined)) {
+      const allow = name === undefined ? 'POST' : 'GET, PUT, PATCH, DELETE';
+      throw new HttpFailure(
+        405,
+        'MethodNotAllowed',
+        `${method} is not allowed on ${path} (allowed: ${allow})`,
+        {
+          allow,
+        },
+      );
+    }
+    // The path names a namespace, a cluster and (but for POST) an image: values that cannot be
+    // one are the request's error, answered before any API or store call.
+    const segments: [string, z.ZodType, string | undefined][] = [
+      ['owner', imageOwnerSchema, owner],
+      ['cluster name', imageClusterNameSchema, cluster],
+      ['image name', imageNameSchema, name],
+    ];
+    for (const [field, schema, value] of segments) {
+      if (value === undefined) continue;
+      const checked = schema.safeParse(value);
+      if (!checked.success)
+        throw new HttpFailure(
+          400,
+          'InvalidPath',
+          `The path's ${field} ${JSON.stringify(value.slice(0, 80))} ${checked.error.issues[0]?.message ?? 'is not valid'}`,
+        );
     }
     await access.authorize(req.headers, owner, verb);
 
@@ -304,12 +332,10 @@ export function legacyRoutes(options: LegacyRoutesOptions) {
     if (typeof offsetHeader !== 'string' || !/^\d+$/.test(offsetHeader))
       throw new HttpFailure(400, 'UploadOffsetRequired', 'PATCH needs an Upload-Offset header');
     const current = await offsetOf(address);
-    if (Number(offsetHeader) !== current) {
-      res
-        .writeHead(409, { 'upload-offset': String(current), 'content-type': 'text/plain' })
-        .end(`UploadOffsetConflict: the upload is at offset ${current}\n`);
-      return true;
-    }
+    if (Number(offsetHeader) !== current)
+      throw new HttpFailure(409, 'UploadOffsetConflict', `The upload is at offset ${current}`, {
+        'upload-offset': String(current),
+      });
     const remaining = image.spec.length - current;
     const length = req.headers['content-length'];
     if (length === undefined || Number(length) !== remaining)

@@ -1,7 +1,7 @@
 import { Server, type Upload } from '@tus/server';
 import { z } from 'zod';
 import { parseImageKey } from '../../shared/core/image-names.js';
-import { describeError } from '../../shared/errors.js';
+import { describeError, httpStatusFor } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import {
   imageFormatSchema,
@@ -58,7 +58,7 @@ function asTusFailure(error: unknown) {
   if (error instanceof AccessDenied || error instanceof HttpFailure)
     return tusFailure(error.status, error.reason, error.message);
   const { reason, message } = describeError(error);
-  return tusFailure(reason === 'KubernetesApiUnavailable' ? 503 : 500, reason, message);
+  return tusFailure(httpStatusFor(error), reason, message);
 }
 
 /** The Image spec (length still 0) and address an upload's metadata names; throws a tus 400. */

@@ -53,6 +53,8 @@ export class HttpFailure extends BpaError {
     readonly status: number,
     reason: string,
     message: string,
+    /** Headers the answer carries (Allow of a 405, Upload-Offset of a 409). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(reason, message, status >= 500 ? 'transient' : 'invalid');
   }

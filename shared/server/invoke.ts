@@ -1,5 +1,5 @@
 import { CloudEvent } from 'cloudevents';
-import { describeError, httpStatusFor } from '../errors.js';
+import { describeError, eventStatusFor } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { InvocationOutcome } from '../telemetry/metrics.js';
 import type { RequestSpan } from '../telemetry/tracing.js';
@@ -18,7 +18,7 @@ export interface InvocationAnswer {
 }
 
 /**
- * Runs the handler and maps what happens to the answer: a thrown error → httpStatusFor() with
+ * Runs the handler and maps what happens to the answer: a thrown error → eventStatusFor() with
  * its reason and message; nothing → 204; a CloudEvent → 200 with it in binary mode, carrying
  * the span's trace headers; anything else → 500 InvalidReply. The span is failed on errors.
  * `trace` is read once the handler is done, since continueTrace may have replaced its span.
@@ -33,7 +33,7 @@ export async function invoke(
     result = await run();
   } catch (error) {
     const { span, log } = trace; // read after the handler: it may have continued another trace
-    const status = httpStatusFor(error);
+    const status = eventStatusFor(error);
     const described = describeError(error);
     span?.fail(described.message);
     if (status >= 500) log.error('handler failed', { ...described, stack: (error as Error)?.stack });

@@ -5,11 +5,22 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const order = ['API faults', 'Event faults', 'Host faults', 'Bad input', 'Load', 'Security', 'Attacks'];
+const order = [
+  'API faults',
+  'Event faults',
+  'Host faults',
+  'Bad input',
+  'Load',
+  'Security',
+  'Attacks',
+  'HTTP inputs',
+];
 
 // Categories whose line reads in their own words (the tallies count the same three numbers).
 const formats = {
   Attacks: (t) => `Attacks: attacks tried ${t.injected}, gained ${t.lost}`,
+  // Bad HTTP requests: lost = answered 5xx; crashed = the server died or stopped answering.
+  'HTTP inputs': (t) => `HTTP inputs tried ${t.injected}, 5xx ${t.lost}, crashed ${t.crashed ?? 0}`,
 };
 
 export default class ResilienceReporter {
@@ -45,6 +56,7 @@ export default class ResilienceReporter {
         total.injected += count.injected;
         total.recovered += count.recovered;
         total.lost += count.lost;
+        if (count.crashed !== undefined) total.crashed = (total.crashed ?? 0) + count.crashed;
         totals.set(category, total);
       }
       for (const note of tally.notes) notes.push(`  ${tally.file}: ${note}`);

@@ -18,6 +18,10 @@ export const categories = [
   // Hostile tenants (contract section 12): injected = attacks tried, lost = attacks that gained
   // the tenant anything outside its namespace. Reported as `attacks tried N, gained N`.
   'Attacks',
+  // Generated bad requests to every HTTP surface (issue 28): injected = requests tried, lost =
+  // answered 5xx, crashed = the server died or stopped answering. Reported as
+  // `HTTP inputs tried N, 5xx N, crashed N`.
+  'HTTP inputs',
 ] as const;
 export type FaultCategory = (typeof categories)[number];
 
@@ -25,6 +29,8 @@ export interface CategoryCount {
   injected: number;
   recovered: number;
   lost: number;
+  /** Faults after which the system under test was gone (died, or no longer answered). */
+  crashed?: number;
 }
 
 /** test/artifacts/resilience/<run>/: the run's folder, named by the reporter (BPA_RESILIENCE_RUN). */
@@ -47,10 +53,12 @@ export class FaultTally {
 
   add(category: FaultCategory, count: CategoryCount): void {
     const current = this.counts.get(category) ?? { injected: 0, recovered: 0, lost: 0 };
+    const crashed = (current.crashed ?? 0) + (count.crashed ?? 0);
     this.counts.set(category, {
       injected: current.injected + count.injected,
       recovered: current.recovered + count.recovered,
       lost: current.lost + count.lost,
+      ...(crashed > 0 || current.crashed !== undefined || count.crashed !== undefined ? { crashed } : {}),
     });
     this.save();
   }

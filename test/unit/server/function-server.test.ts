@@ -316,6 +316,10 @@ describe('function server', () => {
       ['resolution', 422, 'HostNotFound'],
       ['internal', 500, 'Bug'],
       ['plain', 500, 'InternalError'],
+      // A namespace the event leads to is gone: 422, not 404, which Knative would retry forever.
+      ['gone', 422, 'KubernetesApiError'],
+      // A conflicting update is a race: 409, which Knative retries.
+      ['conflict', 409, 'KubernetesConflict'],
     ])('a %s error answers %i with its reason', async (kind, status, reason) => {
       const response = await post(
         server.url,
@@ -326,6 +330,9 @@ describe('function server', () => {
       expect(response.headers.get('content-type')).toBe('application/json');
       const body = JSON.parse(response.text) as { error: { reason: string; message: string } };
       expect(body.error.reason).toBe(reason);
+      // One line per request: warn for what the event is to blame for, error for a failure here.
+      const line = logs.lines.findLast((l) => l['msg'] === 'event' && l['reason'] === reason);
+      expect(line?.['level']).toBe(status >= 500 ? 'error' : 'warn');
       await expectHealthy(server);
     });
 

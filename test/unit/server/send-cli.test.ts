@@ -167,6 +167,24 @@ describe('bpa send', () => {
           '',
         ].join('\n'),
       );
+      expect(result.stderr).toBe(
+        `bpa send: ${sink.url} answered HTTP 400 Bad Request (the request was refused): InvalidEventData: name: required\n`,
+      );
+    } finally {
+      await sink.close();
+    }
+  });
+
+  it('exits 1 with one line on stderr naming a 5xx and the first line of a body that is not JSON', async () => {
+    const sink = await startRecordingSink([
+      { status: 503, headers: { 'content-type': 'text/plain' }, body: '\nupstream down\nmore detail\n' },
+    ]);
+    try {
+      const result = await run(['--to', sink.url, '--type', 't.x']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `bpa send: ${sink.url} answered HTTP 503 Service Unavailable (the server failed): upstream down\n`,
+      );
     } finally {
       await sink.close();
     }

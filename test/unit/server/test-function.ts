@@ -1,8 +1,9 @@
 import { CloudEvent } from 'cloudevents';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { envInt, envString } from '../../../shared/config.js';
 import { BpaError, invalid, transient } from '../../../shared/errors.js';
+import { classifyApiError } from '../../../shared/k8s/api-errors.js';
 import { createLogger, type Logger } from '../../../shared/log.js';
 import { counterSpec } from '../../../shared/telemetry/metrics.js';
 import {
@@ -100,8 +101,24 @@ export function testFunction(probe: TestFunctionProbe): FunctionDefinition<TestC
       ),
       [silentType]: recorded(z.unknown(), async () => undefined),
       [failType]: recorded(
-        z.object({ kind: z.enum(['invalid', 'transient', 'resolution', 'internal', 'plain']) }),
+        z.object({
+          kind: z.enum(['invalid', 'transient', 'resolution', 'internal', 'plain', 'gone', 'conflict']),
+        }),
         async (_context, { kind }) => {
+          // Refusals of the API server as @kubernetes/client-node throws them, classified as the functions do.
+          if (kind === 'gone' || kind === 'conflict')
+            throw classifyApiError(
+              new ApiException(
+                kind === 'gone' ? 404 : 409,
+                'refused',
+                JSON.stringify({
+                  kind: 'Status',
+                  message: kind === 'gone' ? 'namespaces "gone" not found' : 'the object has been modified',
+                }),
+                {},
+              ),
+              'write the inventory ConfigMap',
+            );
           if (kind === 'invalid') throw invalid('BadInput', 'the input is wrong');
           if (kind === 'transient') throw transient('ApiUnavailable', 'the API server is down');
           if (kind === 'resolution') throw new BpaError('HostNotFound', 'Host with MAC Address x not found');
