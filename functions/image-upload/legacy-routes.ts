@@ -79,6 +79,8 @@ export interface LegacyRoutesOptions {
   formMaxBytes: number;
   /** Hands a rewritten request to the tus server (the original's PATCH is a tus PATCH). */
   tus: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** The caller's address, for the limit on failed token reviews (access.ts clientAddress). */
+  clientOf?: (req: IncomingMessage) => string;
 }
 
 /**
@@ -239,7 +241,7 @@ export function legacyRoutes(options: LegacyRoutesOptions) {
       res.writeHead(405, { allow: name === undefined ? 'POST' : 'GET, PUT, PATCH, DELETE' }).end();
       return true;
     }
-    await access.authorize(req.headers, owner, verb);
+    await access.authorize(req.headers, owner, verb, options.clientOf?.(req));
 
     if (method === 'POST') {
       const metadata = await readForm(req);
