@@ -149,7 +149,12 @@ export async function installSoftware(
     roles: node.roles,
     packages: packagesForRoles(node.roles, softwareLists(software)),
   }));
-  const plans = planInstall(targets, context.config.SSH_USER, context.config.APT_LOCK_TIMEOUT_SECONDS);
+  const plans = planInstall(
+    targets,
+    context.config.SSH_USER,
+    context.config.APT_LOCK_TIMEOUT_SECONDS,
+    `${ref.namespace}/${ref.name}/${ref.uid}@${ref.generation}`,
+  );
   // Read before the claim: a transient fault here (KnownHostsUnreadable) must not leave a claim
   // behind that makes every retry step back until it expires. The install Job reads its own.
   const job = context.config.INSTALL_RUNNER === 'job';
@@ -172,14 +177,25 @@ export async function installSoftware(
           .digest('hex')
           .slice(0, 8)
       : '';
-    const jobName = await launchInstallJob(
-      context.config,
-      clients,
-      claimed,
-      runId,
-      context.config.INSTALL_JOB_DEADLINE_SECONDS || claimSeconds(context.config, plans.length),
-      knownHosts,
-    );
+    let jobName: string;
+    try {
+      jobName = await launchInstallJob(
+        context.config,
+        clients,
+        claimed,
+        runId,
+        context.config.INSTALL_JOB_DEADLINE_SECONDS || claimSeconds(context.config, plans.length),
+        knownHosts,
+      );
+    } catch (error) {
+      // A look-alike ServiceAccount, Role, RoleBinding or Job in the way: touched nothing, no Job.
+      if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
+      log.warn('an object of the install run is not ours; no install Job', { message: error.message });
+      return {
+        kind: 'failed',
+        event: await failSoftware(clients, claimed, { reason: error.reason, message: error.message }, log),
+      };
+    }
     const message = `Installing on ${plans.length} host${plans.length === 1 ? '' : 's'} in Job ${jobName}`;
     await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
       conditions: [
