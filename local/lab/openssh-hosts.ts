@@ -221,10 +221,11 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
  * behaviour hosts: the start command is recorded (polls are not: a test counts installs) and the
  * behaviour runs as the detached install would, in the background, its output and exit status in
  * files of `installs/<id>`; a poll answers from them like the real poll script. The same id still
- * running is attached to, as on a real host. Runs before the recorder's own lines; the commands
+ * running is attached to, as on a real host. A `hang` host answers no session at all, start or
+ * poll, as a hung host would. Runs before the recorder's own lines; the commands
  * are the installer's own single-quoted words, so `eval set --` splits them as sh would.
  */
-const detachedInstallEmulation = `case $SSH_ORIGINAL_COMMAND in
+const detachedInstallEmulation = `grep -q 'exec sleep' "$host_dir/behaviour.sh" || case $SSH_ORIGINAL_COMMAND in
 *"${statusPrefix}"*|*"${startedNotice}"*)
   eval "set -- $SSH_ORIGINAL_COMMAND"
   while [ $# -gt 0 ] && [ "$1" != -c ]; do shift; done

@@ -170,7 +170,8 @@ export async function runDetachedInstall(
   const started = performance.now();
   const where = `${options.session.host}:${options.session.port}`;
   let policy = options.session.hostKeyPolicy;
-  const first = await runSshCommand({ ...options.session, commandTimeoutMs: shortCommandMs }, start);
+  const sessionMs = Math.min(shortCommandMs, options.commandTimeoutMs);
+  const first = await runSshCommand({ ...options.session, commandTimeoutMs: sessionMs }, start);
   if (first.error) return first;
   const attached = first.stdoutTail.some((l) => l.startsWith(attachedNotice));
   // Every later session must meet the key the first one accepted (trust on first use included).
@@ -215,7 +216,7 @@ export async function runDetachedInstall(
     );
     if (options.signal?.aborted) continue;
     const result = await runSshCommand(
-      { ...options.session, hostKeyPolicy: policy, commandTimeoutMs: shortCommandMs },
+      { ...options.session, hostKeyPolicy: policy, commandTimeoutMs: sessionMs },
       poll,
     );
     // A key that changed, a refused login: final. A poll that could not connect: poll again.

@@ -119,9 +119,9 @@ describe('as a non-root user', () => {
     expect(failingResult?.error?.message).toBe(
       `The command exited with code 100 on ${failing.ip}:${lab.port}: E: broken`,
     );
-    // A hanging install is left running (never killed): the next attempt waits for it.
+    // A host that answers no session: the start session times out (it only starts the install).
     expect(hangingResult?.error?.message).toBe(
-      `The install did not finish within 3s on ${hanging.ip}:${lab.port}; it was left running on the host (dpkg is never killed), and the next attempt waits for it`,
+      `The command did not finish within 3s on ${hanging.ip}:${lab.port}; the session was closed`,
     );
     expect(rekeyedResult?.error?.message).toMatch(
       new RegExp(
