@@ -27,6 +27,8 @@ export const softwareInstallConfigSchema = z.object({
   INSTALL_ATTEMPTS: envInt(3, { min: 1, max: 20 }),
   /** Wait before the second attempt on a host; doubled for each next one, at most 16 times this. */
   INSTALL_RETRY_DELAY_SECONDS: envInt(10, { min: 0, max: 3600 }),
+  /** Between polls of an install running detached on a host (ssh/detached.ts). */
+  INSTALL_POLL_SECONDS: envInt(5, { min: 1, max: 600 }),
   /** A host Lease's duration: how long a dead installer keeps a host before another may take it. */
   HOST_LEASE_SECONDS: envInt(60, { min: 5, max: 3600 }),
   /**

@@ -144,6 +144,21 @@ beforeAll(async () => {
   });
   realNamespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('software-node'));
   stuckNamespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('software-node-stuck'));
+  // Tenant namespaces may enforce Pod Security `restricted` (contract section 12): the install
+  // Job's pods must be admitted there.
+  for (const namespace of [realNamespace, stuckNamespace]) {
+    const read = await core().readNamespace({ name: namespace });
+    await core().replaceNamespace({
+      name: namespace,
+      body: {
+        ...read,
+        metadata: {
+          ...read.metadata,
+          labels: { ...read.metadata?.labels, 'pod-security.kubernetes.io/enforce': 'restricted' },
+        },
+      },
+    });
+  }
   await readyCluster(realNamespace, 'real', debian.hosts[0]!.ip, debian.privateKey);
   await readyCluster(stuckNamespace, 'stuck', lab.ip, silent.privateKey);
   // software-install itself runs in this process (as the tests' functions do); its Jobs on the node.

@@ -301,20 +301,20 @@ export const rbacTable: Record<string, Account> = {
       {
         group: '',
         resource: 'serviceaccounts',
-        verbs: ['create'],
-        why: 'the install Job’s ServiceAccount <software>-installer, owned by the Software',
+        verbs: ['get', 'create'],
+        why: 'the install Job’s ServiceAccount <software>-installer, recorded by uid in status.ownedObjects; get: the one in the way of a create is ours only by that uid, else ObjectConflict, untouched',
       },
       {
         group: 'rbac.authorization.k8s.io',
         resource: 'roles',
-        verbs: ['create', 'update'],
-        why: 'the install Job’s Role <software>-installer (its own Software’s status, by name): create; replace (update) when SSH_KEY_SECRET changed',
+        verbs: ['get', 'create', 'update'],
+        why: 'the install Job’s Role <software>-installer (its own Software’s status, by name): create; get: the one in the way (ours only by recorded uid); replace (update) our own when SSH_KEY_SECRET changed, never a look-alike',
       },
       {
         group: 'rbac.authorization.k8s.io',
         resource: 'rolebindings',
-        verbs: ['create'],
-        why: 'binds the install Job’s Role to its ServiceAccount',
+        verbs: ['get', 'create'],
+        why: 'binds the install Job’s Role to its ServiceAccount; get: the one in the way (ours only by recorded uid)',
       },
       {
         group: 'coordination.k8s.io',
