@@ -217,7 +217,7 @@ export async function launchJob(
         message: `KUD installer Job ${jobName} is running`,
       },
     ],
-    fields: { jobName, job: { name: jobName, namespace: functionsNamespace } },
+    fields: { jobName },
     alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
   });
   context.log.info('KUD Job launch', { jobName, launch: launch.outcome, status: result.outcome });
