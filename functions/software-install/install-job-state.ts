@@ -2,7 +2,7 @@ import type { V1Job } from '@kubernetes/client-node';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { jobFailedCondition, jobState, readJob } from '../../shared/k8s/jobs.js';
-import { isOwned } from '../../shared/k8s/owned-objects.js';
+import { isOwned } from '../../shared/k8s/install-owned-objects.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { Reason } from '../../shared/reasons.js';
 import { softwareGenerationLabel } from './install-job/job-objects.js';

@@ -3,7 +3,12 @@ import { isDeepStrictEqual } from 'node:util';
 import { BpaError } from '../../shared/errors.js';
 import { classifyApiError, isConflict, readOrUndefined } from '../../shared/k8s/api-errors.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { isOwned, ownedObjectsOf, withOwned, type OwnedObject } from '../../shared/k8s/owned-objects.js';
+import {
+  isOwned,
+  ownedObjectsOf,
+  withOwned,
+  type OwnedObject,
+} from '../../shared/k8s/install-owned-objects.js';
 import { updateStatus } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { Reason } from '../../shared/reasons.js';

@@ -1,48 +1,71 @@
-import { z } from 'zod';
+import type { V1ObjectMeta } from '@kubernetes/client-node';
+import {
+  ownedEntry,
+  ownedObjectsField,
+  ownedObjectsOf,
+  withOwnedObject,
+  withoutOwnedObject,
+  type OwnedObject,
+  type Ownership,
+} from '../core/ownership.js';
+import type { ProvisioningOwner } from '../core/owner.js';
+import type { KubeClients } from './clients.js';
+import { updateStatus, type StatusTarget } from './status-writer.js';
 import type { StoredObject } from './stored-object.js';
 
 /**
- * Ownership by uid (docs/adr/0013-tenancy.md point 2): an object counts as the functions' own only
- * when its uid is the one recorded in the owner's `status.ownedObjects` when it was created.
- * Labels and owner references can be forged by anyone who may create that kind; a tenant cannot
- * make the API server hand out a uid it chose. Pure helpers; the writers live with their owners.
+ * status.ownedObjects on the Provisioning (contract section 12, ADR 0013 point 2): each object the
+ * functions create for it is recorded by uid right after its create; only a recorded uid (or, in
+ * the functions' namespace, the uid label) makes an object the functions' own.
  */
 
-export const ownedObjectSchema = z.object({
-  kind: z.string().min(1),
-  namespace: z.string(),
-  name: z.string().min(1),
-  uid: z.string().min(1),
+/** What a handler judges objects against: the owner, what its status records, where to trust labels. */
+export const ownershipOf = (
+  owner: ProvisioningOwner,
+  live: Pick<StoredObject, 'status'>,
+  functionsNamespace?: string,
+): Ownership => ({
+  owner,
+  owned: ownedObjectsOf(live.status),
+  ...(functionsNamespace ? { functionsNamespace } : {}),
 });
-export type OwnedObject = z.infer<typeof ownedObjectSchema>;
 
-/** The owner's `status.ownedObjects`; malformed entries are not ownership. */
-export function ownedObjectsOf(owner: Pick<StoredObject, 'status'>): OwnedObject[] {
-  const list = owner.status?.ownedObjects;
-  if (!Array.isArray(list)) return [];
-  return list.flatMap((entry) => {
-    const parsed = ownedObjectSchema.safeParse(entry);
-    return parsed.success ? [parsed.data] : [];
+/**
+ * Records the created (or used) object's uid in the owner's status; nothing when it is already
+ * recorded, or the status belongs to another object of that name (another uid).
+ */
+export async function recordOwned(
+  clients: KubeClients,
+  target: StatusTarget,
+  ownerUid: string,
+  kind: string,
+  metadata: V1ObjectMeta | undefined,
+): Promise<void> {
+  const entry = ownedEntry(kind, metadata);
+  if (!entry) return;
+  await updateStatus(clients, target, (fresh) => {
+    if (fresh.metadata.uid !== ownerUid) return undefined;
+    const owned = ownedObjectsOf(fresh.status);
+    if (owned.some((item) => isSame(item, entry) && item.uid === entry.uid)) return undefined;
+    return { ...fresh.status, [ownedObjectsField]: withOwnedObject(owned, entry) };
   });
 }
 
-const sameObject = (a: Omit<OwnedObject, 'uid'>, b: Omit<OwnedObject, 'uid'>) =>
+/** Drops the entry of a deleted object. */
+export async function forgetOwned(
+  clients: KubeClients,
+  target: StatusTarget,
+  ownerUid: string,
+  entry: Omit<OwnedObject, 'uid'>,
+): Promise<void> {
+  await updateStatus(clients, target, (fresh) => {
+    if (fresh.metadata.uid !== ownerUid) return undefined;
+    const owned = ownedObjectsOf(fresh.status);
+    if (!owned.some((item) => isSame(item, entry))) return undefined;
+    const left = withoutOwnedObject(owned, entry);
+    return { ...fresh.status, [ownedObjectsField]: left.length > 0 ? left : undefined };
+  });
+}
+
+const isSame = (a: Omit<OwnedObject, 'uid'>, b: Omit<OwnedObject, 'uid'>) =>
   a.kind === b.kind && a.namespace === b.namespace && a.name === b.name;
-
-/** The uid recorded for that object, if any. */
-export function recordedUid(
-  owner: Pick<StoredObject, 'status'>,
-  object: Omit<OwnedObject, 'uid'>,
-): string | undefined {
-  return ownedObjectsOf(owner).find((entry) => sameObject(entry, object))?.uid;
-}
-
-/** True when `uid` is the one the owner recorded for that object. */
-export function isOwned(owner: Pick<StoredObject, 'status'>, object: OwnedObject): boolean {
-  return recordedUid(owner, object) === object.uid;
-}
-
-/** The list with `object` recorded (replacing an older entry of the same kind, namespace and name). */
-export function withOwned(list: readonly OwnedObject[], object: OwnedObject): OwnedObject[] {
-  return [...list.filter((entry) => !sameObject(entry, object)), object];
-}

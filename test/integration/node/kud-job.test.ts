@@ -43,6 +43,8 @@ let sshd: SshHosts;
 let stack: Stack;
 let dir: string;
 let namespace: string;
+/** The functions' namespace: the KUD Jobs and their pods run there (contract section 12). */
+let functionsNamespace: string;
 let cacheDir: string;
 
 /** answering-1 and answering-2 answer; silent-1 never does; nowhere-1 is an address with no host. */
@@ -82,7 +84,7 @@ beforeAll(async () => {
     silent: host('silent-1', '52:54:00:4b:00:03', c.ip, 'master'),
     nowhere: host('nowhere-1', '52:54:00:4b:00:04', `${prefix}.250`, 'worker'),
   };
-  ({ namespace, stack } = await startNodeLabStack({
+  ({ namespace, functionsNamespace, stack } = await startNodeLabStack({
     cluster,
     hosts: Object.values(hosts),
     sshKey: sshd,
@@ -144,7 +146,9 @@ async function kudInstalled(name: string) {
 }
 
 const readJob = (cluster_: string): Promise<V1Job> =>
-  cluster.kubeConfig.makeApiClient(BatchV1Api).readNamespacedJob({ name: `kud-${cluster_}`, namespace });
+  cluster.kubeConfig
+    .makeApiClient(BatchV1Api)
+    .readNamespacedJob({ name: `kud-${cluster_}`, namespace: functionsNamespace });
 const jobCondition = (job: V1Job, type: string) =>
   job.status?.conditions?.find((c) => c.type === type && c.status === 'True');
 
@@ -152,7 +156,7 @@ const kubectl = async (...args: string[]) =>
   (
     await run(
       'kubectl',
-      ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', cacheDir, '-n', namespace, ...args],
+      ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', cacheDir, '-n', functionsNamespace, ...args],
       { timeout: 60_000 },
     )
   ).stdout;
@@ -229,8 +233,12 @@ describe('the KUD Job on the node', () => {
         () => true,
         (error: unknown) => (isStatus(error, 404) ? false : Promise.reject(error)),
       ),
-      pods: (await core.listNamespacedPod({ namespace, labelSelector: 'job-name=kud-reachable' })).items
-        .length,
+      pods: (
+        await core.listNamespacedPod({
+          namespace: functionsNamespace,
+          labelSelector: 'job-name=kud-reachable',
+        })
+      ).items.length,
       configMaps: (
         await core.listNamespacedConfigMap({ namespace, labelSelector: 'cluster=reachable' })
       ).items.map((c) => c.metadata?.name),

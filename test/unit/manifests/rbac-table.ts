@@ -238,6 +238,30 @@ export const rbacTable: Record<string, Account> = {
         verbs: ['get', 'delete'],
         why: '(install namespace only) releases the cluster-name claim when a Provisioning is deleted, and the old name of a renamed cluster once its objects are gone',
       },
+      {
+        group: 'batch',
+        resource: 'jobs',
+        verbs: ['get', 'list', 'create', 'delete'],
+        why: '(install namespace only) the KUD, cleanup and kubeconfig publisher Jobs (contract section 12): create (a 409 reads it), get on a Job update and in the sweep, delete (uid precondition) when replaced, cancelled or cleaned up; list by the Provisioning’s uid label on deletion and rename',
+      },
+      {
+        group: '',
+        resource: 'configmaps',
+        verbs: ['get', 'list', 'create', 'update', 'delete'],
+        why: '(install namespace only) the mounted <cluster>-inventory, written at launch from status.nodes: get, then create or replace; list and delete by the uid label on deletion and rename',
+      },
+      {
+        group: '',
+        resource: 'pods',
+        verbs: ['list'],
+        why: '(install namespace only) the Jobs’ pods by the Job’s controller uid: progress and node on status.job, the node the cleanup and publisher go to',
+      },
+      {
+        group: '',
+        resource: 'pods/log',
+        verbs: ['get'],
+        why: '(install namespace only) a failed KUD pod’s last lines for status.job.logTail; the publisher’s printed kubeconfig (docs/adr/0009)',
+      },
     ],
     namespacedGrants: [
       {

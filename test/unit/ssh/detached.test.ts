@@ -8,7 +8,7 @@ import {
 } from '../../../functions/software-install/ssh/detached.js';
 import { planInstall } from '../../../functions/software-install/ssh/install.js';
 import { softwareItemSchema } from '../../../shared/schemas/software.js';
-import { isOwned, ownedObjectsOf, withOwned } from '../../../shared/k8s/owned-objects.js';
+import { isOwned, ownedObjectsOf, withOwned } from '../../../shared/k8s/install-owned-objects.js';
 
 test('a trailing "-" (apt-get: remove) is InvalidPackageName; real names ending in "+" pass', () => {
   for (const name of ['openssh-server-', 'a-', 'sudo--'])
