@@ -216,6 +216,7 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
       });
     },
   );
+  server.setTimeout(config.HTTP_IDLE_TIMEOUT_SECONDS * 1000, (socket) => socket.destroy());
   // Bytes that are not HTTP (or a method Node does not parse): 400 with the JSON error body, as
   // the function server answers them, and keep serving; a request whose headers did not arrive
   // in time: 408.
