@@ -81,6 +81,9 @@ export const pollScript = [
   `d=${installsDirectory}/$1`,
   'if [ -f "$d/exit" ]; then st="exit $(cat "$d/exit")"',
   `elif ${aliveTest}; then st=running`,
+  // The wrapper writes `exit` and then ends: one that ended between the two tests above is
+  // read here, not taken for lost (a race seen under load).
+  'elif [ -f "$d/exit" ]; then st="exit $(cat "$d/exit")"',
   'elif [ -d "$d" ]; then st=lost; else st=missing; fi',
   'tail -n 19 "$d/out" 2> /dev/null; tail -n 20 "$d/err" >&2 2> /dev/null',
   `echo "${statusPrefix}$st"`,
