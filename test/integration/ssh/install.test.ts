@@ -55,7 +55,10 @@ describe('as a non-root user', () => {
     privateKey: lab.privateKey,
     hostKeys: { mode: 'known-hosts', knownHosts: lab.knownHosts() },
     connectTimeoutMs: 15000,
-    commandTimeoutMs: 3000,
+    // The hanging host times out after this; the others' detached installs (a start session, then
+    // polls) must end well inside it on a loaded machine: 3 s failed under load.
+    commandTimeoutMs: 10000,
+    pollIntervalMs: 250,
     ...overrides,
   });
 
