@@ -228,7 +228,10 @@ describeOnEngines('successful chain variants', (engine) => {
       { what: 'the Events of every step of edge', timeoutMs: 30_000, intervalMs: 500 },
     );
     // A chain that went through without a fault warns about nothing.
-    expect((await eventsOfEdge()).filter((e) => e.type !== 'Normal').map((e) => e.reason)).toEqual([]);
+    // Reason and message: a failure then says which step warned and why.
+    expect(
+      (await eventsOfEdge()).filter((e) => e.type !== 'Normal').map((e) => `${e.reason}: ${e.message}`),
+    ).toEqual([]);
 
     // cluster.ready through the Broker: a pointer to the Provisioning, never a fact to act on.
     const announced = await waitForClusterReady('edge');
