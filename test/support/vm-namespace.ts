@@ -82,7 +82,15 @@ export async function createVmPod(
         // Never scheduled: the node would otherwise take the pod and write its status.
         schedulerName: 'virtlet-test-no-scheduler',
         automountServiceAccountToken: false,
-        containers: [{ name: 'vm', image: 'virtlet.cloud/cirros' }],
+        // Pod Security restricted: the chain suites' VM namespace is a tenant's, enforced so.
+        securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [
+          {
+            name: 'vm',
+            image: 'virtlet.cloud/cirros',
+            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          },
+        ],
       },
     },
   });
