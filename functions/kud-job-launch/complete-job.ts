@@ -35,6 +35,7 @@ import {
   provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
 import { creationTimeOf, type StoredObject } from '../../shared/k8s/stored-object.js';
+import { getCustomObject } from '../../shared/k8s/custom-objects.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { runDurationSeconds } from './job-state.js';
@@ -68,6 +69,10 @@ export function jobFailure(
     };
   return { step, reason: Reason.JobFailed, message: jobFailedMessage(cluster, pod) };
 }
+
+/** How often a ConfigMap in the way is judged again (a concurrent delivery's create), and how far apart. */
+const conflictRechecks = 4;
+const conflictRecheckDelayMs = 250;
 
 /**
  * status.job of a finished KUD Job: its pod (the newest; a backoffLimit 0 Job has one, found by the
@@ -159,25 +164,42 @@ export async function completeJob(
     return event;
   }
 
+  let error_: BpaError | undefined;
   const configMap = buildClusterConfigMap(
     ownerOf(parsed.data),
     cluster,
     nodes.data,
     planNodes(parsed.data.spec).workerOrder,
   );
-  try {
-    const owner = ownerOf(parsed.data);
-    const written = await upsertConfigMap(clients, markManaged(configMap), ownershipOf(owner, live));
-    await recordOwned(
-      clients,
-      provisioningTarget(ref.namespace, ref.name),
-      owner.uid,
-      'ConfigMap',
-      written.configMap.metadata,
-    );
-  } catch (error) {
+  const owner = ownerOf(parsed.data);
+  const target = provisioningTarget(ref.namespace, ref.name);
+  let ownership = live;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const written = await upsertConfigMap(clients, markManaged(configMap), ownershipOf(owner, ownership));
+      await recordOwned(clients, target, owner.uid, 'ConfigMap', written.configMap.metadata);
+      break;
+    } catch (error) {
+      if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
+      // Two deliveries of this Job's updates race: the other one created the ConfigMap and
+      // records its uid right after. Judged again on a fresh read, a moment later, before it
+      // is called a look-alike; and once the other recorded the outcome, nothing is left to do.
+      if (attempt >= conflictRechecks) {
+        error_ = error;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, conflictRecheckDelayMs));
+      const fresh = await getCustomObject(clients, target);
+      if (!fresh || fresh.metadata.uid !== ref.uid || fresh.metadata.generation !== ref.generation)
+        return undefined;
+      const decided = conditionFor(conditionsOf(fresh), step, ref.generation);
+      if (decided && decided.reason !== Reason.JobMissing) return undefined;
+      ownership = fresh;
+    }
+  }
+  if (error_) {
     // A <cluster>-configmap the functions did not create: left untouched, reported.
-    if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
+    const error: BpaError = error_;
     return failProvisioning(
       clients,
       context.functionName,
