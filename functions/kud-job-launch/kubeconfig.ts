@@ -149,8 +149,11 @@ export async function advanceKubeconfig(
       try {
         await writeKubeconfigSecret(clients, live, owner, cluster, adminConf);
       } catch (error) {
-        if (error instanceof BpaError && error.reason === Reason.ObjectConflict)
+        if (error instanceof BpaError && error.reason === Reason.ObjectConflict) {
+          // The Secret appeared after launch: the log holding the credential goes all the same.
+          await deleteJob(clients, ours);
           return report('False', Reason.ObjectConflict, error.message);
+        }
         throw error;
       }
       // The credential is in its Secret: the pod whose log also holds it goes now.
@@ -180,6 +183,15 @@ export async function advanceKubeconfig(
     if (jobState(existing) === 'running') return;
     await deleteJob(clients, existing);
   }
+
+  // A Secret of that name that is not ours is a conflict before anything prints the credential:
+  // a publisher whose log could never be written anywhere would only expose it.
+  const conflict = ownershipConflict(
+    'Secret',
+    await readKubeconfigSecret(clients, owner.namespace, secretName),
+    ownershipOf(owner, live),
+  );
+  if (conflict) return report('False', Reason.ObjectConflict, conflict);
 
   const kudJob = await readOwnJob(clients, functionsNamespace, kudJobName, owner.uid);
   const nodeName = await kudNodeName(clients, live, kudJobName, kudJob);
@@ -234,10 +246,7 @@ async function writeKubeconfigSecret(
   const name = kubeconfigSecretName(cluster);
   const target = provisioningTarget(namespace, owner.name);
   const desired = buildKubeconfigSecret(owner, cluster, adminConf);
-  const read = () =>
-    readOrUndefined(`read Secret ${namespace}/${name}`, () =>
-      clients.core.readNamespacedSecret({ namespace, name }),
-    );
+  const read = () => readKubeconfigSecret(clients, namespace, name);
   let stored = await read();
   if (!stored) {
     try {
@@ -263,3 +272,8 @@ async function writeKubeconfigSecret(
     }),
   );
 }
+
+const readKubeconfigSecret = (clients: KubeClients, namespace: string, name: string) =>
+  readOrUndefined(`read Secret ${namespace}/${name}`, () =>
+    clients.core.readNamespacedSecret({ namespace, name }),
+  );

@@ -158,8 +158,14 @@ export async function launchInstallJob(
       readOrUndefined(`read RoleBinding ${namespace}/${roleName}`, () =>
         rbac.readNamespacedRoleBinding({ name: roleName, namespace }),
       ),
+    // Plain projections: the client hands back class instances (V1RoleRef, RbacV1Subject), which
+    // a strict deep comparison with our plain body never equals, so our own binding of an earlier
+    // run was a conflict and a retry could never launch.
     matches: (existing) =>
-      isDeepStrictEqual(existing.roleRef, binding.roleRef) &&
+      isDeepStrictEqual(
+        { apiGroup: existing.roleRef.apiGroup, kind: existing.roleRef.kind, name: existing.roleRef.name },
+        binding.roleRef,
+      ) &&
       isDeepStrictEqual(
         (existing.subjects ?? []).map(({ kind, name, namespace: ns }) => ({ kind, name, namespace: ns })),
         binding.subjects,
