@@ -190,7 +190,13 @@ describe('software-install', () => {
     ['with another image', (job: V1Job) => void (podOf(job).containers[0]!.image = 'docker.io/library/alpine:3.20'), /only with the install image/],
     ['as another Software’s ServiceAccount', (job: V1Job) => void (podOf(job).serviceAccountName = 'other-installer'), /its Software's own ServiceAccount/],
     ['as the namespace’s default ServiceAccount', (job: V1Job) => void (podOf(job).serviceAccountName = 'default'), /its Software's own ServiceAccount/],
-    ['privileged', (job: V1Job) => void (podOf(job).containers[0]!.securityContext!.privileged = true), /Pod Security restricted/],
+    [
+      // With privilege escalation allowed too: the API's own validation refuses privileged without it.
+      'privileged',
+      (job: V1Job) =>
+        void Object.assign(podOf(job).containers[0]!.securityContext!, { privileged: true, allowPrivilegeEscalation: true }),
+      /Pod Security restricted/,
+    ],
     ['on the host network', (job: V1Job) => void (podOf(job).hostNetwork = true), /Pod Security restricted/],
     ['with a hostPath volume', (job: V1Job) => void (podOf(job).volumes = [{ name: 'root', hostPath: { path: '/' } }]), /Pod Security restricted/],
     ['allowing privilege escalation', (job: V1Job) => void (podOf(job).containers[0]!.securityContext!.allowPrivilegeEscalation = true), /Pod Security restricted/],
