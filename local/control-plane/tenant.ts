@@ -8,7 +8,6 @@ import { repoRoot } from './repo-root.js';
 /** The namespace the shipped tenant RoleBindings name as their subjects' (manifests/tenant). */
 export const shippedFunctionsNamespace = 'bpa-system';
 
-
 export interface OnboardOptions {
   /** Where the functions' ServiceAccounts live; default bpa-system (as manifests/tenant says). */
   functionsNamespace?: string;

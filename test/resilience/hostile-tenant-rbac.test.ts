@@ -144,13 +144,11 @@ describe.each(accounts)('with %s’s token', (name) => {
     [
       'ask for a token of the namespace’s default ServiceAccount',
       (kc, namespace) =>
-        kc
-          .makeApiClient(CoreV1Api)
-          .createNamespacedServiceAccountToken({
-            namespace,
-            name: 'default',
-            body: { spec: { audiences: [] } },
-          }),
+        kc.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+          namespace,
+          name: 'default',
+          body: { spec: { audiences: [] } },
+        }),
     ],
     [
       'update a ConfigMap',
