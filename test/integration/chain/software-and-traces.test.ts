@@ -45,7 +45,12 @@ import { join } from 'node:path';
 import { expect, it } from '@jest/globals';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../../../local/control-plane/repo-root.js';
-import { createNamespace, uniqueNamespaceName, waitFor } from '../../../local/control-plane/index.js';
+import {
+  createNamespace,
+  onboardNamespace,
+  uniqueNamespaceName,
+  waitFor,
+} from '../../../local/control-plane/index.js';
 import { startLab, type Lab } from '../../../local/lab/lab.js';
 import { labHosts, labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
@@ -146,6 +151,7 @@ describeOnEngines('software install and one trace through the chain', (engine) =
       lab = await startLab({ namespace, network: cluster.nodeNetwork! });
       await lab.applyToCluster(kubeConfig);
       traceNamespace = await createNamespace(kubeConfig, uniqueNamespaceName('chain-trace'));
+      await onboardNamespace(kubeConfig, traceNamespace, { functionsNamespace: stackNamespace });
       // B's KUD Job mounts the SSH key from its own namespace.
       await lab.applySshKeySecret(kubeConfig, traceNamespace);
     },
