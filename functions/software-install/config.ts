@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sweepIntervalEnv } from '../../shared/k8s/sweep.js';
 import { envInt, envList, envOptionalString, envString } from '../../shared/config.js';
 
 /** Where the SSH work runs: in a Kubernetes Job per Software generation (contract section 11), or in the request (the local lab). */
@@ -54,5 +55,7 @@ export const softwareInstallConfigSchema = z.object({
   INSTALL_JOB_DEADLINE_SECONDS: envInt(0, { min: 0, max: 7 * 86400 }),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
+  /** The least time between two sweeps of this instance, however many pings arrive (shared/k8s/sweep.ts). */
+  SWEEP_INTERVAL_SECONDS: sweepIntervalEnv,
 });
 export type SoftwareInstallConfig = z.infer<typeof softwareInstallConfigSchema>;

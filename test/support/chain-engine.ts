@@ -33,7 +33,12 @@ import {
   type V1Job,
 } from '@kubernetes/client-node';
 import { z } from 'zod';
-import { createNamespace, uniqueNamespaceName, waitFor } from '../../local/control-plane/index.js';
+import {
+  createNamespace,
+  onboardNamespace,
+  uniqueNamespaceName,
+  waitFor,
+} from '../../local/control-plane/index.js';
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
 import { startKnativeStack } from '../../local/knative/stack.js';
@@ -257,6 +262,9 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
       cluster.kubeConfig,
       uniqueNamespaceName(`${options.namespacePrefix}-observers`),
     );
+    // The functions act as their ServiceAccounts on both engines: they write only in onboarded
+    // namespaces (manifests/tenant, to the ServiceAccounts in bpa-system).
+    await onboardNamespace(cluster.kubeConfig, namespace, { functionsNamespace: stackNamespace });
     const workDir = await mkdtemp(join(tmpdir(), `bpa-chain-${engine}-`));
     const setup: ChainSetup = {
       cluster,

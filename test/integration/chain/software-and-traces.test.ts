@@ -45,7 +45,12 @@ import { join } from 'node:path';
 import { expect, it } from '@jest/globals';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../../../local/control-plane/repo-root.js';
-import { createNamespace, uniqueNamespaceName, waitFor } from '../../../local/control-plane/index.js';
+import {
+  createNamespace,
+  onboardNamespace,
+  uniqueNamespaceName,
+  waitFor,
+} from '../../../local/control-plane/index.js';
 import { startLab, type Lab } from '../../../local/lab/lab.js';
 import { labHosts, labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
@@ -152,6 +157,7 @@ describeOnEngines('software install and one trace through the chain', (engine) =
       traceNamespace = await createNamespace(kubeConfig, uniqueNamespaceName('chain-trace'), {
         'pod-security.kubernetes.io/enforce': 'restricted',
       });
+      await onboardNamespace(kubeConfig, traceNamespace, { functionsNamespace: stackNamespace });
     },
     cleanup: async () => {
       await lab?.stop();

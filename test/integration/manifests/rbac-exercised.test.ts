@@ -1,6 +1,7 @@
 /**
  * The RBAC table proven by running the functions under it. The manifests' ServiceAccounts,
- * ClusterRoles and ClusterRoleBindings are applied for real; each function gets a token of its
+ * ClusterRoles and ClusterRoleBindings are applied for real, and the test's namespace onboarded
+ * (manifests/tenant: it is the tenant's, the functions' and BMH_NAMESPACE at once); each function gets a token of its
  * own ServiceAccount (TokenRequest) and runs behind its real HTTP server with nothing else. The
  * test drives every path that needs a permission: a Software waiting for its cluster, the
  * bare-metal chain to cluster.ready and the install over real sshd, a Virtlet cluster (VM pods
@@ -65,7 +66,7 @@ import {
   rbacTable,
   type Grant,
 } from '../../unit/manifests/rbac-table.js';
-import { applyRbac, deleteRbac, rbacObjectCount } from './rbac-install.js';
+import { applyRbac, deleteRbac, onboardForRbac, rbacObjectCount } from './rbac-install.js';
 import { softwareInstallConfigSchema } from '../../../functions/software-install/config.js';
 import {
   installerRole,
@@ -180,6 +181,8 @@ describeOnNode('each function under its own ServiceAccount', () => {
     expect(await applyRbac(cluster.kubeconfigPath, namespace, prefix, [namespace])).toBe(
       rbacObjectCount([namespace]),
     );
+    // The namespace is a tenant's too: onboarded as an operator does (manifests/tenant).
+    await onboardForRbac(cluster.kubeconfigPath, namespace, prefix, namespace);
 
     lab = await startSshHosts({ count: 2 });
     const [master, worker] = lab.hosts;
