@@ -22,7 +22,17 @@ export interface NodeTestCluster {
 }
 
 /** Registers a beforeAll hook; read the fields inside tests or hooks, not at load time. */
-export function useNodeCluster(options: { namespacePrefix?: string } = {}): NodeTestCluster {
+export function useNodeCluster(
+  options: {
+    namespacePrefix?: string;
+    /**
+     * false: the control plane alone (no node, no Job controller's pods run), for a suite whose
+     * stack watches every namespace and so must not share the run's cluster with other files:
+     * its functions would act on their Provisionings and Jobs.
+     */
+    node?: boolean;
+  } = {},
+): NodeTestCluster {
   let state: { cluster: StackCluster; namespace: string } | undefined;
   const ready = () => {
     if (!state)
@@ -31,7 +41,7 @@ export function useNodeCluster(options: { namespacePrefix?: string } = {}): Node
   };
 
   beforeAll(async () => {
-    const cluster = await startStackCluster({ fallBack: false });
+    const cluster = await startStackCluster({ fallBack: false, node: options.node ?? true });
     const testFile = expect.getState().testPath;
     const prefix =
       options.namespacePrefix ?? (testFile ? basename(testFile).replace(/\.test\.ts$/, '') : 'test');
