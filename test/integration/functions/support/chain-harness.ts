@@ -18,7 +18,7 @@ import { parseHttpEvent } from '../../../../shared/cloudevents/message.js';
 import { postEvent } from '../../../../shared/cloudevents/sink-client.js';
 import type { Env } from '../../../../shared/config.js';
 import { SourceEventTypes } from '../../../../shared/events/types.js';
-import { silentLogger } from '../../../../shared/log.js';
+import { createLogger, silentLogger, type LogLevel } from '../../../../shared/log.js';
 import {
   createNamespace,
   deleteNamespace,
@@ -72,6 +72,20 @@ export class EventCollector {
 /** Which functions the Triggers of manifests/ send an event to (see trigger-routes.ts). */
 export { routesFor };
 
+/**
+ * The functions' logs: dropped, unless BPA_TEST_LOG names a level (debug, info, warn, error);
+ * then each line goes to stderr with its function's name, to see why a step answered as it did.
+ */
+function harnessLogger(functionName: string) {
+  const level = process.env.BPA_TEST_LOG as LogLevel | undefined;
+  if (!level) return silentLogger;
+  return createLogger({
+    level,
+    base: { function: functionName },
+    sink: (line) => process.stderr.write(line + '\n'),
+  });
+}
+
 export class ChainHarness {
   readonly servers = new Map<string, RunningFunctionServer>();
   readonly collector = new EventCollector();
@@ -108,7 +122,7 @@ export class ChainHarness {
         kubeConfig: this.kubeConfig,
         env: this.env,
         sink: this.collector.url,
-        log: silentLogger,
+        log: harnessLogger(definition.name),
         tracing: false,
         processMetrics: false,
       });
