@@ -24,6 +24,7 @@ export class NodeNetwork {
   readonly gateway: string;
   readonly nodeIp: string;
   private readonly usedOctets = new Set<number>();
+  private lastOctet = 254;
 
   constructor(
     readonly slot: NodeSlot,
@@ -63,6 +64,9 @@ export class NodeNetwork {
   }
 
   async deletePodSandbox(sandbox: PodSandbox): Promise<void> {
+    // The veth first: deleting one end deletes both at once, while a namespace some process
+    // still holds (or the kernel's deferred clean-up) would keep its veth, and its name, alive.
+    if (sandbox.hostVeth) await ip('link', 'del', sandbox.hostVeth).catch(() => undefined);
     await this.deleteNamespace(sandbox.netns);
     const octet = Number(sandbox.ip.split('.').pop());
     this.usedOctets.delete(octet);
@@ -100,10 +104,16 @@ export class NodeNetwork {
     return `bpa${this.slot.index}h${octet}`;
   }
 
+  /**
+   * Round robin from the last one given: an address just freed is the last to come back, so a
+   * new pod does not meet the previous holder's names while the kernel still tears them down.
+   */
   private allocateOctet(): number {
-    for (let octet = 3; octet <= 254; octet++) {
+    for (let step = 1; step <= 252; step++) {
+      const octet = 3 + ((this.lastOctet - 3 + step) % 252);
       if (!this.usedOctets.has(octet)) {
         this.usedOctets.add(octet);
+        this.lastOctet = octet;
         return octet;
       }
     }
@@ -118,6 +128,11 @@ export class NodeNetwork {
     namespace?: string,
   ): Promise<void> {
     const veth = this.hostVeth(octet);
+    // Left by a pod whose clean-up did not finish (a crash, a namespace still held): this octet
+    // is free by our books, so whatever holds its names belongs to no live pod. Without this,
+    // every retry met "File exists" and the pod stayed ContainerCreating.
+    await ip('link', 'del', veth).catch(() => undefined);
+    if (octet !== 2) await ip('netns', 'delete', netns).catch(() => undefined);
     await ip('netns', 'add', netns);
     await ip('link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
     await ip('link', 'set', veth, 'master', this.slot.bridge, 'up');
