@@ -132,8 +132,11 @@ describeOnEngines('software install and one trace through the chain', (engine) =
           phase: p.status?.phase,
           ip: p.status?.podIP,
           conditions: p.status?.conditions?.map((c) => `${c.type}=${c.status}`),
-          waiting: p.status?.containerStatuses?.map(
-            (c) => c.state?.waiting?.reason ?? c.state?.terminated?.reason,
+          // Reason and message: ContainerCreating alone does not say what the node waits for.
+          waiting: p.status?.containerStatuses?.map((c) =>
+            [c.state?.waiting?.reason ?? c.state?.terminated?.reason, c.state?.waiting?.message]
+              .filter(Boolean)
+              .join(': '),
           ),
         }));
         const events = (await core.listNamespacedEvent({ namespace })).items.map(
