@@ -8,9 +8,10 @@ import { readImage } from '../../shared/k8s/image.js';
 import { dns1123LabelPattern, dns1123SubdomainPattern } from '../../shared/schemas/kube.js';
 import type { Logger } from '../../shared/log.js';
 import { isS3NotFound } from '../../shared/storage/s3.js';
+import { checkSignature, type UrlKey } from '../../shared/storage/signed-url.js';
 import { HttpFailure } from './uploads.js';
 
-/** `/images/<namespace>/<Image name>` and `/images/<namespace>/<Image name>.sha256sum` */
+/** `/images/<namespace>/<Image name>` and `/images/<namespace>/<Image name>.sha256sum`, each with its signature's query. */
 export const downloadRoute = /^\/images\/([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253}?)(\.sha256sum)?$/;
 export const downloadPath = (namespace: string, name: string) => `/images/${namespace}/${name}`;
 
@@ -18,10 +19,18 @@ export const downloadPath = (namespace: string, name: string) => `/images/${name
  * Downloads of Ready images as Ironic (and curl, and any HTTP client) expects them: HEAD with
  * Content-Length, Last-Modified, ETag and Accept-Ranges; GET 200; a single Range 206 (416 when
  * unsatisfiable); If-None-Match 304 and If-Range. The bytes stream from the store (its own
- * Range support), never through memory. No token: Ironic's agent has none; only Ready images
+ * Range support), never through memory. No token: Ironic's agent has none, so the URL is the
+ * credential: signed for one Image (its uid), expiring (shared/storage/signed-url.ts); a missing,
+ * wrong, tampered or expired signature is 403 before anything is read. Only Ready images
  * (verified) are served, and only under their Image's name.
  */
-export function downloads(clients: KubeClients, s3: S3Client, bucket: string, log: Logger) {
+export function downloads(
+  clients: KubeClients,
+  s3: S3Client,
+  bucket: string,
+  log: Logger,
+  keys: readonly UrlKey[],
+) {
   return async function handleDownload(
     req: IncomingMessage,
     res: ServerResponse,
@@ -34,12 +43,26 @@ export function downloads(clients: KubeClients, s3: S3Client, bucket: string, lo
       throw new HttpFailure(405, 'MethodNotAllowed', `${req.method} is not allowed on ${path}`, {
         allow: 'GET, HEAD',
       });
+    const query = new URL(req.url ?? '/', 'http://image-service').searchParams;
+    const signature = checkSignature(
+      query,
+      { namespace, name, kind: checksumSuffix ? 'checksum' : 'image' },
+      keys,
+    );
+    if (!signature.ok) throw new HttpFailure(403, signature.reason, signature.message);
     // Names no Image can have (`..`, `a.`) are not looked up: they would not name one object.
     if (!dns1123LabelPattern.test(namespace) || !dns1123SubdomainPattern.test(name))
-      throw new HttpFailure(404, 'ImageNotReady', `No Ready image ${namespace}/${name}`);
+      throw new HttpFailure(404, 'ImageNotFound', `No Image ${namespace}/${name}`);
     const image = await readImage(clients, namespace, name);
-    const key = image?.status?.storage?.key;
-    if (!image || image.status?.phase !== 'Ready' || !key || !image.status.sha256)
+    // A URL signed for an Image that was deleted (and perhaps recreated under the same name) serves nothing.
+    if (!image || image.metadata.uid !== signature.uid)
+      throw new HttpFailure(
+        404,
+        'ImageNotFound',
+        `The Image ${namespace}/${name} this URL was signed for no longer exists`,
+      );
+    const key = image.status?.storage?.key;
+    if (image.status?.phase !== 'Ready' || !key || !image.status.sha256)
       throw new HttpFailure(404, 'ImageNotReady', `No Ready image ${namespace}/${name}`);
     if (checksumSuffix) {
       const body = checksumLine(image.status.sha256, image.spec.imageName);
@@ -56,8 +79,7 @@ export function downloads(clients: KubeClients, s3: S3Client, bucket: string, lo
     } catch (error) {
       if (!isS3NotFound(error)) throw error;
       log.error('a Ready image has no object', { namespace, name, key });
-      res.writeHead(404, { 'content-type': 'text/plain' }).end(`ImageObjectMissing: ${namespace}/${name}\n`);
-      return true;
+      throw new HttpFailure(404, 'ImageObjectMissing', `The store has no bytes for ${namespace}/${name}`);
     }
     const size = head.ContentLength ?? 0;
     const etag = head.ETag ?? `"${image.status.sha256}"`;

@@ -82,6 +82,8 @@ export interface LegacyRoutesOptions {
   formMaxBytes: number;
   /** Hands a rewritten request to the tus server (the original's PATCH is a tus PATCH). */
   tus: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /** The caller's address, for the limit on failed token reviews (access.ts clientAddress). */
+  clientOf?: (req: IncomingMessage) => string;
 }
 
 /**
@@ -267,7 +269,7 @@ export function legacyRoutes(options: LegacyRoutesOptions) {
           `The path's ${field} ${JSON.stringify(value.slice(0, 80))} ${checked.error.issues[0]?.message ?? 'is not valid'}`,
         );
     }
-    await access.authorize(req.headers, owner, verb);
+    await access.authorize(req.headers, owner, verb, options.clientOf?.(req));
 
     if (method === 'POST') {
       const metadata = await readForm(req);

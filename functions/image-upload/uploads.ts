@@ -19,6 +19,7 @@ import {
 import { managedByLabel, managedByValue } from '../../shared/k8s/resources.js';
 import type { Logger } from '../../shared/log.js';
 import type { ImageSpec, ImageType } from '../../shared/schemas/image.js';
+import type { ImageQuotas } from './quotas.js';
 import type { ImageStore } from './store.js';
 
 export const functionName = 'image-upload';
@@ -47,7 +48,7 @@ export const addressOf = (
   imageName,
 });
 
-/** An HTTP answer the routes give for a known failure: status, CamelCase reason, message. */
+/** An HTTP answer the routes give for a known failure: status, CamelCase reason, message (and extra headers, e.g. Retry-After). */
 export class HttpFailure extends BpaError {
   constructor(
     readonly status: number,
@@ -72,6 +73,7 @@ export class ImageUploads {
     private readonly bucket: string,
     private readonly sinkUrl: string | undefined,
     private readonly log: Logger,
+    private readonly quotas?: ImageQuotas,
   ) {}
 
   /** The Image at an address, only if it is the one the address names (see image-names.ts). */
@@ -88,11 +90,16 @@ export class ImageUploads {
 
   /** Creates the Image of a new upload (409 when it exists) and records where its bytes go. */
   async begin(address: ImageAddress, spec: ImageSpec): Promise<StoredImage> {
-    const created = await createImage(this.clients, address.namespace, address.name, spec, {
-      [managedByLabel]: managedByValue,
-      'bpa.akraino.org/cluster': address.clusterName,
-      'bpa.akraino.org/image-type': address.type,
-    });
+    const create = () =>
+      createImage(this.clients, address.namespace, address.name, spec, {
+        [managedByLabel]: managedByValue,
+        'bpa.akraino.org/cluster': address.clusterName,
+        'bpa.akraino.org/image-type': address.type,
+      });
+    // The namespace's byte quota is checked with the creation, so a refused upload stores nothing.
+    const created = this.quotas
+      ? await this.quotas.reserve(address.namespace, address.imageName, spec.length, create)
+      : await create();
     if (created === 'exists')
       throw new HttpFailure(
         409,

@@ -23,8 +23,10 @@ import {
   type FunctionDefinition,
   type HandlerResult,
 } from '../../shared/server/types.js';
+import { transient } from '../../shared/errors.js';
 import { s3Client } from '../../shared/storage/s3.js';
-import { imageVerifyConfigSchema, type ImageVerifyConfig } from './config.js';
+import { signDownloadUrl } from '../../shared/storage/signed-url.js';
+import { imageVerifyConfigSchema, verifyDeadlineSeconds, type ImageVerifyConfig } from './config.js';
 import { digestObject, writeChecksumFile, type Digests } from './verify-image.js';
 
 export const functionName = 'image-verify';
@@ -102,10 +104,73 @@ async function verifyUploadedImage(
   }
   const s3 = s3For(context.config);
   const started = Date.now();
-  const digests = await digestObject(s3, bucket, key);
+  // The deadline grows with the image (contract §12): a large image is given the time a store
+  // at the configured minimum throughput needs, and progress is in status while it runs.
+  const deadlineSeconds = verifyDeadlineSeconds(context.config, spec.length);
+  const deadline = new Date(started + deadlineSeconds * 1000);
+  const progress = (bytesVerified: number) =>
+    updateImageStatus(clients, ref.namespace, ref.name, (fresh) =>
+      fresh.metadata.uid !== ref.uid || fresh.status?.phase !== 'Uploaded'
+        ? undefined
+        : {
+            ...fresh.status,
+            verification: {
+              bytesVerified,
+              totalBytes: spec.length,
+              startedAt: new Date(started).toISOString(),
+              deadline: deadline.toISOString(),
+            },
+            conditions: setCondition(fresh.status.conditions, {
+              type: ImageCondition.ready,
+              status: 'Unknown',
+              reason: 'Verifying',
+              message: `${bytesVerified} of ${spec.length} bytes verified; deadline ${deadline.toISOString()}`,
+              observedGeneration: fresh.metadata.generation,
+            }),
+          },
+    ).then(
+      () => undefined,
+      (error: unknown) =>
+        log.warn('verification progress not recorded', { bytesVerified, error: String(error) }),
+    );
+  await progress(0);
+  const signal = AbortSignal.timeout(deadlineSeconds * 1000);
+  let digests: Digests;
+  try {
+    digests = await digestObject(s3, bucket, key, {
+      signal,
+      onProgress: progress,
+      progressBytes: context.config.IMAGE_VERIFY_PROGRESS_BYTES,
+    });
+  } catch (error) {
+    if (!signal.aborted) throw error;
+    // Too slow for the size-derived deadline: said on the Image, and retried by the broker.
+    const message = `Reading ${spec.length} bytes back took longer than ${deadlineSeconds} s (IMAGE_VERIFY_MIN_BYTES_PER_SECOND ${context.config.IMAGE_VERIFY_MIN_BYTES_PER_SECOND})`;
+    await updateImageStatus(clients, ref.namespace, ref.name, (fresh) =>
+      fresh.metadata.uid !== ref.uid
+        ? undefined
+        : {
+            ...fresh.status,
+            conditions: setCondition(fresh.status?.conditions, {
+              type: ImageCondition.ready,
+              status: 'Unknown',
+              reason: 'VerificationTimedOut',
+              message,
+              observedGeneration: fresh.metadata.generation,
+            }),
+          },
+    );
+    throw transient('VerificationTimedOut', message);
+  }
   const seconds = (Date.now() - started) / 1000;
   const failure = mismatch(digests, spec.length, spec.expectedChecksum);
-  const url = `${context.config.IMAGE_DOWNLOAD_BASE_URL.replace(/\/$/, '')}/images/${ref.namespace}/${ref.name}`;
+  // Signed and expiring (shared/storage/signed-url.ts): the URL is the only credential Ironic has.
+  const expires = new Date(Date.now() + context.config.IMAGE_URL_TTL_SECONDS * 1000);
+  const target = { namespace: ref.namespace, name: ref.name, uid: image.metadata.uid };
+  const base = context.config.IMAGE_DOWNLOAD_BASE_URL;
+  const keys = context.config.IMAGE_URL_KEYS;
+  const url = signDownloadUrl(base, { ...target, kind: 'image' }, expires, keys);
+  const checksumUrl = signDownloadUrl(base, { ...target, kind: 'checksum' }, expires, keys);
   if (!failure) await writeChecksumFile(s3, bucket, key, digests.sha256, spec.imageName);
   const stored = await updateImageStatus(clients, ref.namespace, ref.name, (fresh) => {
     if (fresh.metadata.uid !== ref.uid) return undefined;
@@ -122,7 +187,13 @@ async function verifyUploadedImage(
       phase: failure ? 'Failed' : 'Ready',
       sha256: digests.sha256,
       sha512: digests.sha512,
-      ...(failure ? {} : { url, checksumUrl: `${url}.sha256sum` }),
+      verification: {
+        bytesVerified: digests.length,
+        totalBytes: spec.length,
+        startedAt: new Date(started).toISOString(),
+        deadline: deadline.toISOString(),
+      },
+      ...(failure ? {} : { url, checksumUrl, urlExpiresAt: expires.toISOString() }),
       conditions: setCondition(fresh.status?.conditions, {
         ...condition,
         observedGeneration: fresh.metadata.generation,
@@ -142,7 +213,7 @@ async function verifyUploadedImage(
       object: imageIdentity(stored),
       type: failure ? 'Warning' : 'Normal',
       reason: failure?.reason ?? 'Verified',
-      message: failure?.message ?? `sha256 ${digests.sha256}; served at ${url}`,
+      message: failure?.message ?? `sha256 ${digests.sha256}; served until ${expires.toISOString()}`,
       component: functionName,
     },
     log,

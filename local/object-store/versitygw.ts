@@ -85,6 +85,7 @@ export async function startObjectStore(options: StartObjectStoreOptions = {}): P
   const port = options.port ?? (await freeLoopbackPort());
   const accessKeyId = `bpa${randomBytes(6).toString('hex')}`;
   const secretAccessKey = randomBytes(24).toString('base64url');
+  const urlKeys = `local:${randomBytes(32).toString('base64url')}`;
   const region = 'us-east-1';
   const bucket = options.bucket ?? 'bpa-images';
   mkdirSync(sidecarDir, { recursive: true });
@@ -143,6 +144,8 @@ export async function startObjectStore(options: StartObjectStoreOptions = {}): P
       S3_FORCE_PATH_STYLE: 'true',
       AWS_ACCESS_KEY_ID: accessKeyId,
       AWS_SECRET_ACCESS_KEY: secretAccessKey,
+      // The download URLs' signing key of this store's image service (in a cluster: Secret bpa-image-url-keys).
+      IMAGE_URL_KEYS: urlKeys,
     }),
     close: async () => {
       await child.stop();

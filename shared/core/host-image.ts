@@ -18,13 +18,19 @@ export interface HostImage {
   format?: NonNullable<Image['spec']['format']>;
 }
 
-/** spec.image for a Ready Image; an ImageNotReady error (a resolution failure) otherwise. */
-export function hostImageFor(image: Image): HostImage {
+/** spec.image for a Ready Image whose signed URL still works; an ImageNotReady error (a resolution failure) otherwise. */
+export function hostImageFor(image: Image, now: Date = new Date()): HostImage {
   const status = image.status;
   if (status?.phase !== 'Ready' || !status.url || !status.sha256)
     throw new BpaError(
       'ImageNotReady',
       `Image ${image.metadata.namespace ?? ''}/${image.metadata.name} is ${status?.phase ?? 'Pending'}, not Ready: it cannot be provisioned yet`,
+    );
+  // status.url is signed and expires (docs/images.md): a host never gets a URL that no longer works.
+  if (status.urlExpiresAt && Date.parse(status.urlExpiresAt) <= now.getTime())
+    throw new BpaError(
+      'ImageNotReady',
+      `Image ${image.metadata.namespace ?? ''}/${image.metadata.name}'s download URL expired at ${status.urlExpiresAt}: it cannot be provisioned until the URL is renewed`,
     );
   return {
     url: status.url,

@@ -146,3 +146,16 @@ export const imageIdentity = (image: StoredImage): ObjectIdentity => ({
   name: image.metadata.name,
   uid: image.metadata.uid,
 });
+
+/** Every Image of a namespace (the image service's quota adds up their lengths). */
+export async function listImages(clients: KubeClients, namespace: string): Promise<Image[]> {
+  let raw: { items?: unknown[] };
+  try {
+    raw = (await clients.custom.listNamespacedCustomObject({ ...imagesResource, namespace })) as {
+      items?: unknown[];
+    };
+  } catch (error) {
+    throw classifyApiError(error, `list Images in namespace ${namespace}`);
+  }
+  return (raw.items ?? []).map((item) => imageSchema.parse(item));
+}

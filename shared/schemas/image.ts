@@ -77,6 +77,17 @@ export const imageStatusSchema = z
     sha512: sha512HexSchema.optional(),
     url: z.string().optional(),
     checksumUrl: z.string().optional(),
+    /** When url and checksumUrl stop working (they are signed: shared/storage/signed-url.ts). */
+    urlExpiresAt: z.string().optional(),
+    /** image-verify's progress: bytes read back of the total, and the deadline derived from the size. */
+    verification: z
+      .object({
+        bytesVerified: z.number().int().nonnegative(),
+        totalBytes: z.number().int().nonnegative(),
+        startedAt: z.string().optional(),
+        deadline: z.string().optional(),
+      })
+      .optional(),
     conditions: z.array(conditionSchema).optional(),
   })
   .loose();

@@ -271,7 +271,14 @@ describe('tus uploads', () => {
       sha512: createHash('sha512').update(data).digest('hex'),
       uploadOffset: data.length,
       storage: { bucket: store.bucket, key: `operatingsystem/${cluster.namespace}/beta/resumed.img` },
-      url: `http://127.0.0.1:${servicePort}/images/${cluster.namespace}/${name}`,
+      // Signed and expiring (shared/storage/signed-url.ts): the path, then the signature's query.
+      url: expect.stringMatching(
+        new RegExp(
+          `^http://127\\.0\\.0\\.1:${servicePort}/images/${cluster.namespace}/${name}\\?uid=[^&]+&expires=\\d+&kid=local&signature=[\\w-]+$`,
+        ),
+      ),
+      urlExpiresAt: expect.any(String),
+      verification: { bytesVerified: data.length, totalBytes: data.length },
     });
     const object = await s3.send(
       new HeadObjectCommand({ Bucket: store.bucket, Key: ready.status!.storage!.key }),
@@ -400,10 +407,10 @@ describe('tus uploads', () => {
       reason: 'ChecksumMismatch',
       image: { name: 'beta.os.tampered' },
     });
-    const download = await fetch(`${service.url}/images/${cluster.namespace}/beta.os.tampered`, {
-      method: 'HEAD',
-    });
-    expect(download.status).toBe(404);
+    // No URL was signed for it; an unsigned one is refused before the Image is even read.
+    const download = await fetch(`${service.url}/images/${cluster.namespace}/beta.os.tampered`);
+    expect(download.status).toBe(403);
+    expect(await download.json()).toMatchObject({ error: { reason: 'SignatureRequired' } });
     expect(await objectKeys(`operatingsystem/${cluster.namespace}/beta/tampered.sha256sum`)).toEqual([]);
   });
 });

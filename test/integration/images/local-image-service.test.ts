@@ -97,8 +97,11 @@ it('uploads with tus, verifies, serves the image and forwards the image events',
   expect(image?.status).toMatchObject({
     phase: 'Ready',
     sha256,
-    url: `${images.downloadUrl}/${cluster.namespace}/${name}`,
   });
+  // Signed (shared/storage/signed-url.ts): the path, then the signature's query.
+  expect(image!.status!.url!.startsWith(`${images.downloadUrl}/${cluster.namespace}/${name}?uid=`)).toBe(
+    true,
+  );
   expect(image?.spec.format).toBe('qcow2');
   const download = await fetch(image!.status!.url!);
   expect(
