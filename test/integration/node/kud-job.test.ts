@@ -32,7 +32,7 @@ import { startNodeLabStack } from '../../support/node.js';
 
 const run = promisify(execFile);
 /** Long enough for the stand-in's Ansible run on a busy machine, short enough to wait for. */
-const deadlineSeconds = 40;
+const deadlineSeconds = 90;
 /** Contract section 10: section 6's text, then the pod whose logs say why. */
 const jobFailedMessage = (cluster: string, pod: string) =>
   `Job Failed, KUD not installed in Cluster ${cluster}, check pod logs (pod ${pod})`;
@@ -164,7 +164,13 @@ describe('the KUD Job on the node', () => {
   it('exit 0 (every host answers): the Job controller marks it Complete and the Provisioning is Ready', async () => {
     await apply(provisioning('reachable', [hosts.answering1], [hosts.answering2]));
     const installed = await kudInstalled('reachable');
-    expect(installed).toMatchObject({ status: 'True' });
+    // The reason and message too: a failure then says why (JobDeadlineExceeded on a loaded machine,
+    // or the pod and its last lines).
+    expect({ ...installed, message: installed.status === 'True' ? '' : installed.message }).toMatchObject({
+      status: 'True',
+      reason: 'KudInstalled',
+      message: '',
+    });
     const job = await readJob('reachable');
     expect(jobCondition(job, 'Complete')).toMatchObject({ reason: 'CompletionsReached' });
     expect(job.status?.succeeded).toBe(1);
