@@ -10,7 +10,6 @@ import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { hasFinalizer, removeFinalizer } from '../../shared/k8s/finalizers.js';
-import { releaseHosts } from '../../shared/k8s/host-claims.js';
 import { jobState, createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
 import {
   ProvisioningCondition,
@@ -68,7 +67,6 @@ export async function advanceDeletion(
     // Old names of a rename still being released: their objects go by garbage collection now.
     for (const { cluster: old } of releasingClustersOf(live.status))
       await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, old, owner);
-    await releaseHosts(clients, live, log); // after cleanup: consumerRef and our spec.image (ADR 0013 point 3)
     await removeFinalizer(clients, provisioningTarget(ref.namespace, ref.name), live, cleanupFinalizer);
     return step;
   };

@@ -121,8 +121,6 @@ describe('the lease file', () => {
   let dir: string;
   let leasePath: string;
   const mac = 'aa:bb:cc:07:00:01';
-  /** The lease-cache test's host: unreadable holds lease-host (one owner per host). */
-  const movingMac = 'aa:bb:cc:07:00:03';
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bpa-reasons-leases-'));
@@ -132,11 +130,6 @@ describe('the lease file', () => {
       name: 'lease-host',
       namespace: cluster.namespace,
       bootMac: mac,
-    });
-    await createBareMetalHost(cluster.kubeConfig, {
-      name: 'moving-host',
-      namespace: cluster.namespace,
-      bootMac: movingMac,
     });
     harness = new ChainHarness(cluster.kubeConfig, {
       BMH_NAMESPACE: cluster.namespace,
@@ -188,14 +181,14 @@ describe('the lease file', () => {
   });
 
   it('the lease cache: a lease file rewritten while host-lookup runs is read anew on the next event', async () => {
-    await writeFile(leasePath, leaseBlock('127.0.0.31', movingMac));
+    await writeFile(leasePath, leaseBlock('127.0.0.31', mac));
     const created = await createProvisioning(
       cluster.kubeConfig,
       provisioningObject({
         name: 'moving',
         namespace: cluster.namespace,
         cluster: 'moving',
-        masters: [{ label: 'm', mac: movingMac }],
+        masters: [{ label: 'm', mac }],
       }),
     );
     expect((await resolve('moving')).status).toBe(200);
@@ -218,20 +211,19 @@ describe('the lease file', () => {
     };
     const rewrites: [string, () => Promise<void>][] = [
       // In place, same size, right after the last read: same length, maybe the same mtime tick.
-      ['in place, same size', () => writeFile(leasePath, leaseBlock('127.0.0.32', movingMac))],
+      ['in place, same size', () => writeFile(leasePath, leaseBlock('127.0.0.32', mac))],
       // As dhcpd does it: a new file renamed over the old one.
       [
         'renamed over',
         async () => {
-          await writeFile(`${leasePath}~`, leaseBlock('127.0.0.33', movingMac));
+          await writeFile(`${leasePath}~`, leaseBlock('127.0.0.33', mac));
           await rename(`${leasePath}~`, leasePath);
         },
       ],
       // A new lease appended for the same MAC (the last one decides).
       [
         'appended',
-        async () =>
-          writeFile(leasePath, leaseBlock('127.0.0.33', movingMac) + leaseBlock('127.0.0.134', movingMac)),
+        async () => writeFile(leasePath, leaseBlock('127.0.0.33', mac) + leaseBlock('127.0.0.134', mac)),
       ],
     ];
     const seen: string[] = [];

@@ -290,23 +290,6 @@ describeOnEngines('software install and one trace through the chain', (engine) =
   it('keeps one trace from the add that started the chain through every step to cluster.ready, across the KUD Job', async () => {
     const knownTraceId = randomBytes(16).toString('hex');
     const knownTraceparent = `00-${knownTraceId}-${randomBytes(8).toString('hex')}-01`;
-    // B names the lab's hosts, and a host serves one Provisioning at a time (its BareMetalHost's
-    // spec.consumerRef, ADR 0013): A goes first, and with it its claims on the hosts.
-    await chain.kubectl(['delete', 'software', softwareName, '-n', chain.namespace, '--ignore-not-found']);
-    await chain.kubectl(['delete', 'provisioning', clusterA, '-n', chain.namespace, '--wait=false']);
-    await waitFor(
-      () =>
-        custom()
-          .getNamespacedCustomObject({
-            ...bpaGroup,
-            plural: 'provisionings',
-            namespace: chain.namespace,
-            name: clusterA,
-          })
-          .then(() => undefined)
-          .catch((error: unknown) => ((error as { code?: number }).code === 404 ? true : undefined)),
-      { what: `Provisioning ${chain.namespace}/${clusterA} gone`, timeoutMs: 300_000, intervalMs: 1000 },
-    );
     await apply(labProvisioning(traceNamespace, clusterB));
     const stored = (await custom().getNamespacedCustomObject({
       ...bpaGroup,
@@ -449,5 +432,5 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     );
     expect(softwareLines.length).toBeGreaterThanOrEqual(1);
     expect(softwareLines.map((l) => l.trace_id)).toEqual(softwareLines.map(() => chainTrace));
-  }, 780_000);
+  }, 480_000);
 });

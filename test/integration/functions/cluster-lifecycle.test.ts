@@ -208,8 +208,7 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
     const nodeDir = join(process.env[testEnv.nodeHostPaths] ?? '', kudMultiClusterPath, 'old-name');
     await mkdir(nodeDir, { recursive: true });
     await writeFile(join(nodeDir, 'marker'), 'KUD was here\n');
-    // A host of its own: renamer keeps its host under the new name (one owner per host).
-    const rival = await add(other, 'rival', 'old-name', 8);
+    const rival = await add(other, 'rival', 'old-name', 7);
     await harness.publish(sourceEvent('add', rival));
     expect(conditionOf(await readProvisioning(cluster.kubeConfig, other, 'rival'), 'Ready')?.reason).toBe(
       'ClusterNameInUse',

@@ -154,5 +154,5 @@ it('the table has BareMetalHost and VM pod grants for host-lookup (the checks ab
     'patch metal3.io/baremetalhosts',
     'watch metal3.io/baremetalhosts',
   ]);
-  expect(keys('VM_NAMESPACES')).toEqual(['get core/pods', 'list core/pods', 'patch core/pods']);
+  expect(keys('VM_NAMESPACES')).toEqual(['list core/pods']);
 });

@@ -45,12 +45,8 @@ let dir: string;
 let namespace: string;
 let cacheDir: string;
 
-/**
- * answering-1, answering-2 and answering-3 answer; silent-1 never does; nowhere-1 is an address
- * with no host. A host serves one Provisioning at a time (its BareMetalHost's consumerRef, contract
- * section 12), so each cluster of this file has hosts of its own.
- */
-let hosts: Record<'answering1' | 'answering2' | 'answering3' | 'silent' | 'nowhere', LabHost>;
+/** answering-1 and answering-2 answer; silent-1 never does; nowhere-1 is an address with no host. */
+let hosts: Record<'answering1' | 'answering2' | 'silent' | 'nowhere', LabHost>;
 
 const host = (label: string, mac: string, ip: string, role: LabHost['role']): LabHost => ({
   label,
@@ -69,26 +65,20 @@ beforeAll(async () => {
     fallBack: false,
     extraImageMaps: [fileURLToPath(new URL('../../fixtures/node/images.yaml', import.meta.url))],
   });
-  network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253, 254]);
-  const [a, b, c, d] = network.hosts as [
-    LabNetwork['hosts'][0],
-    LabNetwork['hosts'][0],
-    LabNetwork['hosts'][0],
-    LabNetwork['hosts'][0],
-  ];
+  network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253]);
+  const [a, b, c] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
   sshd = await startSshHosts({
-    count: 4,
-    addresses: [a.ip, b.ip, c.ip, d.ip],
-    netns: [a.netns, b.netns, c.netns, d.netns],
+    count: 3,
+    addresses: [a.ip, b.ip, c.ip],
+    netns: [a.netns, b.netns, c.netns],
     port: 22,
     username: 'root',
-    behaviours: [{ kind: 'lab' }, { kind: 'lab' }, { kind: 'hang', seconds: 600 }, { kind: 'lab' }],
+    behaviours: [{ kind: 'lab' }, { kind: 'lab' }, { kind: 'hang', seconds: 600 }],
   });
   const prefix = cluster.nodeNetwork!.subnetPrefix;
   hosts = {
     answering1: host('answering-1', '52:54:00:4b:00:01', a.ip, 'master'),
     answering2: host('answering-2', '52:54:00:4b:00:02', b.ip, 'worker'),
-    answering3: host('answering-3', '52:54:00:4b:00:05', d.ip, 'master'),
     silent: host('silent-1', '52:54:00:4b:00:03', c.ip, 'master'),
     nowhere: host('nowhere-1', '52:54:00:4b:00:04', `${prefix}.250`, 'worker'),
   };
@@ -202,7 +192,7 @@ describe('the KUD Job on the node', () => {
   }, 300_000);
 
   it('exit 1 (a host does not answer): Failed with BackoffLimitExceeded, the contract message, and kubectl logs shows why', async () => {
-    await apply(provisioning('unreachable', [hosts.answering3], [hosts.nowhere]));
+    await apply(provisioning('unreachable', [hosts.answering1], [hosts.nowhere]));
     const installed = await kudInstalled('unreachable');
     const podName = await kubectl(
       'get',

@@ -110,7 +110,7 @@ beforeAll(async () => {
     log: () => undefined,
     logFile: join(dir, 'stack.log'),
     logLevel: 'info',
-    // BareMetalHosts live in A; B's Provisioning names the same lab hosts, once A is gone.
+    // BareMetalHosts live in A; B's Provisioning names the same lab hosts.
     // The install in the request: this suite counts software-install's reply to cluster.ready
     // (the Job path, where that answer is 204 and the Job reports later, is test/e2e/demo.test.ts
     // and test/integration/node/software-job.test.ts).
@@ -148,33 +148,6 @@ describe('a chain run through the embedded stack', () => {
   }, 240_000);
 
   it('keeps the source event’s trace id up to cluster.ready, across the KUD Job', async () => {
-    // B names the lab's hosts, and a host serves one Provisioning at a time (its BareMetalHost's
-    // spec.consumerRef, ADR 0013): A goes first, and with it its claims on the hosts. Deletion
-    // counts in none of the metrics below (no step of the chain runs for it).
-    const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    const gone = (plural: string, name: string) => () =>
-      custom
-        .getNamespacedCustomObject({
-          group: 'bpa.akraino.org',
-          version: 'v1alpha1',
-          plural,
-          namespace: cluster.namespace,
-          name,
-        })
-        .then(() => undefined)
-        .catch((error: unknown) => ((error as { code?: number }).code === 404 ? true : undefined));
-    const remove = (plural: string, name: string) =>
-      custom.deleteNamespacedCustomObject({
-        group: 'bpa.akraino.org',
-        version: 'v1alpha1',
-        plural,
-        namespace: cluster.namespace,
-        name,
-      });
-    await remove('softwares', `${clusterA}-tools`);
-    await eventually('Software A gone', gone('softwares', `${clusterA}-tools`), 120_000);
-    await remove('provisionings', clusterA);
-    await eventually('Provisioning A gone (its hosts released)', gone('provisionings', clusterA), 300_000);
     await apply(labProvisioning(traceNamespace, clusterB));
     const stored = (await cluster.kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
       group: 'bpa.akraino.org',
@@ -244,7 +217,7 @@ describe('a chain run through the embedded stack', () => {
     );
     expect(jobUpdates.length).toBeGreaterThan(0);
     for (const update of jobUpdates) expect(traceOf(update).header).not.toBe(knownTraceId);
-  }, 660_000);
+  }, 240_000);
 });
 
 describe('metrics after the chain run', () => {
