@@ -169,6 +169,8 @@ describe('bpa render: output', () => {
   });
 });
 
+// Skipped only before `npm run build` (a bare `jest` run): the real process needs the bundled CLI.
+// `npm test` builds first, so in CI it always runs.
 const built = existsSync(resolve('dist/bundle/cli/main.mjs'));
 (built ? describe : describe.skip)('bpa render as a real process', () => {
   it('prints the inventory on stdout and exit 1 messages alone on stderr', async () => {
