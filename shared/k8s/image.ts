@@ -1,4 +1,4 @@
-import { transient } from '../errors.js';
+import { BpaError, transient } from '../errors.js';
 import { imageStall, withKstatus } from '../core/kstatus.js';
 import type { ResourceRef } from '../events/types.js';
 import {
@@ -75,16 +75,37 @@ export async function createImage(
 }
 
 /** Replaces the Image's spec (PUT of the original's metadata), keeping everything else. */
-export async function replaceImageSpec(clients: KubeClients, image: StoredImage, spec: Image['spec']) {
-  try {
-    const replaced = await clients.custom.replaceNamespacedCustomObject({
-      ...where(image.metadata.namespace, image.metadata.name),
-      body: { ...image, spec },
-    });
+/**
+ * Replaces the spec of this Image (the same uid): a 409 (its status moved meanwhile: the upload's
+ * completion, image-verify) re-reads it and writes the spec again, a few times, so a user's PUT is
+ * never refused for a write of ours. Gone or replaced by another of the name: ImageNotFound (404).
+ */
+export async function replaceImageSpec(
+  clients: KubeClients,
+  image: StoredImage,
+  spec: Image['spec'],
+  maxAttempts = 5,
+): Promise<StoredImage> {
+  const { namespace, name, uid } = image.metadata;
+  let current: StoredImage | undefined = image;
+  for (let attempt = 1; attempt <= maxAttempts && current; attempt++) {
+    let replaced: unknown;
+    try {
+      replaced = await clients.custom.replaceNamespacedCustomObject({
+        ...where(namespace, name),
+        body: { ...current, spec },
+      });
+    } catch (error) {
+      if (!isConflict(error) && !isNotFound(error))
+        throw classifyApiError(error, `update Image ${namespace}/${name}`);
+      const fresh = await readImage(clients, namespace, name);
+      current = fresh?.metadata.uid === uid ? fresh : undefined;
+      continue;
+    }
     return imageSchema.parse(replaced) as StoredImage;
-  } catch (error) {
-    throw classifyApiError(error, `update Image ${image.metadata.namespace}/${image.metadata.name}`);
   }
+  if (!current) throw new BpaError('ImageNotFound', `Image ${namespace}/${name} is gone`, 'invalid');
+  throw transient('StatusConflict', `Image ${namespace}/${name} kept changing (${maxAttempts} attempts)`);
 }
 
 export async function deleteImage(clients: KubeClients, namespace: string, name: string): Promise<boolean> {
