@@ -73,6 +73,12 @@ export const conditionReasons = {
     means: 'Another Provisioning owns the cluster name; this one proceeds once the name is free',
     sweep: 'retry',
   },
+  HostInUse: {
+    status: 'False',
+    means:
+      'A BareMetalHost (spec.consumerRef) or VM pod the spec names is used by another Provisioning or a Metal3Machine; nothing is touched, and this one proceeds once the host is released',
+    sweep: 'retry',
+  },
   ObjectConflict: {
     status: 'False',
     means: 'An object the chain would write exists and was not created by bpa-functions for it',

@@ -1,6 +1,7 @@
 import { bareMetalHostSchema, type BareMetalHost } from '../../shared/schemas/bare-metal-host.js';
 import { podSchema, type Pod } from '../../shared/schemas/pod.js';
 import { indexHostsByMac, type HostMacEntry } from '../../shared/core/host-index.js';
+import { judgeHostClaim, type ClaimOwner } from '../../shared/core/host-claim.js';
 import type { LeaseIndex } from '../../shared/core/leases.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { callApi } from '../../shared/k8s/api-errors.js';
@@ -46,6 +47,22 @@ export class ClusterFacts {
   async hostsByMac(macs: ReadonlySet<string>): Promise<Map<string, HostMacEntry>> {
     if (this.hostIndex) return this.hostIndex.hostsByMac(macs);
     return indexHostsByMac(await this.bareMetalHosts(), macs);
+  }
+
+  /** `<namespace>/<name>` of the BareMetalHosts whose consumerRef names `owner`. */
+  async hostsClaimedBy(owner: ClaimOwner): Promise<string[]> {
+    const fromIndex = this.hostIndex?.claimedBy(owner);
+    if (fromIndex) return fromIndex;
+    return (await this.bareMetalHosts()).flatMap((host) =>
+      judgeHostClaim(host.spec?.consumerRef, owner).kind === 'mine'
+        ? [host.metadata.namespace ? `${host.metadata.namespace}/${host.metadata.name}` : host.metadata.name]
+        : [],
+    );
+  }
+
+  /** A host this invocation wrote (claimed): the warm index takes its new version at once. */
+  noteHostWritten(object: unknown, basedOn: string | undefined): void {
+    this.hostIndex?.noteWritten(object, basedOn);
   }
 
   bareMetalHosts(): Promise<BareMetalHost[]> {

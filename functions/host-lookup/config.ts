@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sweepIntervalEnv } from '../../shared/k8s/sweep.js';
 import { envBoolean, envList, envOptionalString } from '../../shared/config.js';
 import { describeError } from '../../shared/errors.js';
 import { functionsNamespaceEnv } from '../../shared/functions-namespace.js';
@@ -44,6 +45,8 @@ export const hostLookupConfigSchema = z.object({
   IP_SOURCES: envList(['leases', 'nics'], ['leases', 'nics']),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
+  /** The least time between two sweeps of this instance, however many pings arrive (shared/k8s/sweep.ts). */
+  SWEEP_INTERVAL_SECONDS: sweepIntervalEnv,
   /** Where the cluster-name claims live (shared/functions-namespace.ts). */
   FUNCTIONS_NAMESPACE: functionsNamespaceEnv,
 });

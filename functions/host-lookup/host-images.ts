@@ -5,6 +5,7 @@ import {
   planHostImage,
   type HostImage,
 } from '../../shared/core/host-image.js';
+import type { ClaimOwner } from '../../shared/core/host-claim.js';
 import { BpaError, transient } from '../../shared/errors.js';
 import { Reason } from '../../shared/reasons.js';
 import { imageSchema, type Image } from '../../shared/schemas/image.js';
@@ -31,7 +32,7 @@ export interface HostImageReport {
   sha256: string;
   /** `<namespace>/<name>` of the hosts that have the image now (written or already there). */
   hosts: string[];
-  /** Hosts that keep an image this project did not write. */
+  /** Hosts that keep an image this project did not write (or that this Provisioning does not hold). */
   foreignHosts: string[];
 }
 
@@ -74,7 +75,8 @@ export async function imageForHosts(
 }
 
 /**
- * Writes `hostImage` to each host (`<namespace>/<name>`) where planHostImage allows it, with a
+ * Writes `hostImage` to each host (`<namespace>/<name>`) that `owner` holds by spec.consumerRef
+ * (claimed just before: shared/k8s/host-claims.ts) where planHostImage allows it, with a
  * merge patch that carries the read resourceVersion (a concurrent writer fails it with 409 and
  * the host is read and planned again). Idempotent: a host that has the image is left alone.
  */
@@ -83,6 +85,7 @@ export async function applyHostImages(
   image: { namespace: string; name: string },
   hostImage: HostImage,
   hosts: readonly string[],
+  owner: ClaimOwner,
 ): Promise<HostImageReport> {
   const report: HostImageReport = {
     name: image.name,
@@ -92,8 +95,8 @@ export async function applyHostImages(
     foreignHosts: [],
   };
   for (const host of [...new Set(hosts)]) {
-    const outcome = await applyToHost(clients, host, hostImage, `${image.namespace}/${image.name}`);
-    (outcome === 'foreign' ? report.foreignHosts : report.hosts).push(host);
+    const outcome = await applyToHost(clients, host, hostImage, `${image.namespace}/${image.name}`, owner);
+    (outcome === 'foreign' || outcome === 'not-owned' ? report.foreignHosts : report.hosts).push(host);
   }
   return report;
 }
@@ -103,13 +106,15 @@ async function applyToHost(
   host: string,
   hostImage: HostImage,
   annotation: string,
-): Promise<'written' | 'unchanged' | 'foreign'> {
+  owner: ClaimOwner,
+): Promise<'written' | 'unchanged' | 'foreign' | 'not-owned'> {
   const [namespace = '', name = ''] = host.split('/');
   const target = { resource: bareMetalHostsResource, namespace, name };
   for (let attempt = 1; ; attempt++) {
     const live = await getCustomObject(clients, target);
     if (!live) throw hostGone(host);
-    const plan = planHostImage(live as Parameters<typeof planHostImage>[0], hostImage);
+    // Read again: the claim's precondition was the index's copy; spec.image is not indexed.
+    const plan = planHostImage(live as Parameters<typeof planHostImage>[0], hostImage, owner);
     if (plan !== 'write') return plan;
     try {
       await clients.custom.patchNamespacedCustomObject(

@@ -1,4 +1,5 @@
 import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { judgeHostClaim, type ClaimOwner } from '../../shared/core/host-claim.js';
 import { indexHostsByMac, type HostMacEntry } from '../../shared/core/host-index.js';
 import { fastBareMetalHost } from '../../shared/core/bare-metal-host-fast.js';
 import { bareMetalHostSchema, type BareMetalHost } from '../../shared/schemas/bare-metal-host.js';
@@ -33,7 +34,11 @@ const startTimeoutMs = 10_000;
 const keyOf = (host: { metadata: { name: string; namespace?: string } }) =>
   host.metadata.namespace ? `${host.metadata.namespace}/${host.metadata.name}` : host.metadata.name;
 
-/** Only what the index reads (and what ListWatch tracks): ten thousand hosts stay small. */
+/**
+ * Only what the index reads (and what ListWatch tracks): ten thousand hosts stay small. That is
+ * the MACs, the NIC IPs, spec.consumerRef (who holds the host) and the resourceVersion (the
+ * precondition of a claim, so claiming a free host costs one PATCH and no GET).
+ */
 function strip(object: unknown): KubernetesObject | undefined {
   const host = fastBareMetalHost(object) ?? bareMetalHostSchema.safeParse(object).data;
   if (!host) return undefined;
@@ -68,6 +73,8 @@ class StrippingWatch extends Watch {
 
 interface IndexedHost {
   entries: Map<string, HostMacEntry>;
+  consumer?: NonNullable<BareMetalHost['spec']>['consumerRef'];
+  resourceVersion?: string;
 }
 
 export class WatchedHostIndex {
@@ -101,6 +108,28 @@ export class WatchedHostIndex {
       found = this.lookup(macs);
     }
     return found;
+  }
+
+  /** The keys of the hosts whose consumerRef names `owner` (a scan of memory, no API call). */
+  claimedBy(owner: ClaimOwner): string[] | undefined {
+    if (!this.live) return undefined;
+    const keys: string[] = [];
+    for (const [key, host] of this.hosts)
+      if (host.consumer && judgeHostClaim(host.consumer, owner).kind === 'mine') keys.push(key);
+    return keys;
+  }
+
+  /**
+   * A host as this instance just wrote it (the PATCH's answer), taken in at once so that the next
+   * lookup does not judge the copy from before the write; the watch event that follows is the
+   * same. Ignored when the index has moved past the version the write was based on.
+   */
+  noteWritten(object: unknown, basedOn: string | undefined): void {
+    const stripped = strip(object);
+    if (!stripped) return;
+    const key = keyOf(stripped as BareMetalHost);
+    if (this.hosts.get(key)?.resourceVersion !== basedOn) return;
+    this.upsert(stripped);
   }
 
   /** What the index holds for `mac` now (tests wait on it). */
@@ -255,7 +284,8 @@ export class WatchedHostIndex {
     const key = keyOf(host);
     this.remove(key);
     const entries = indexHostsByMac([host]);
-    this.hosts.set(key, { entries });
+    const consumer = host.spec?.consumerRef ?? undefined;
+    this.hosts.set(key, { entries, consumer, resourceVersion: host.metadata.resourceVersion });
     for (const mac of entries.keys()) {
       let keys = this.byMac.get(mac);
       if (!keys) this.byMac.set(mac, (keys = new Set()));

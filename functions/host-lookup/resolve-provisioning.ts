@@ -1,6 +1,9 @@
 import type { CloudEvent } from 'cloudevents';
 import { planNodes } from '../../shared/core/node-plan.js';
 import { resolveCluster, type ResolutionInput } from '../../shared/core/resolve.js';
+import { claimedHostsField, podConsumerAnnotation, splitKey } from '../../shared/core/host-claim.js';
+import { indexVirtletVmsByMac } from '../../shared/core/pod-index.js';
+import { claimOwnerOf } from '../../shared/k8s/host-claims.js';
 import { BpaError } from '../../shared/errors.js';
 import { EventTypes } from '../../shared/events/types.js';
 import { Reason } from '../../shared/reasons.js';
@@ -21,6 +24,15 @@ import type { FunctionContext } from '../../shared/server/types.js';
 import type { ClusterFacts } from './cluster-facts.js';
 import type { HostLookupConfig } from './config.js';
 import { applyHostImages, imageForHosts, type HostImageReport } from './host-images.js';
+import {
+  claimHosts,
+  firstInUse,
+  nodeHostOfEntry,
+  nodeHostOfVm,
+  releaseUnnamed,
+  type NodeHost,
+} from './claims.js';
+import { judgePodClaim } from '../../shared/core/host-claim.js';
 import { claimCluster } from './lifecycle.js';
 import { nodesResolved } from './metrics.js';
 
@@ -90,23 +102,51 @@ export async function resolveProvisioning(
   );
   // Touches nothing else; the sweep retries, so it proceeds once the owner is deleted.
   if (claim.kind === 'taken') return fail(Reason.ClusterNameInUse, claim.message);
+  const owner = claimOwnerOf(live);
   let nodes: ResolvedNode[];
   let clusterType;
-  /** Bare metal: each node's BareMetalHost (`<namespace>/<name>`), for spec.image. */
-  let hostsOfNodes: string[];
+  /** Each node's host (BareMetalHost or VM pod), as the lookup found it: what is claimed. */
+  let nodeHosts: NodeHost[];
   try {
     let input: ResolutionInput;
-    if (virtlet) input = { pods: await facts.runningPods() };
-    else {
-      const hostsByMac = await facts.hostsByMac(
-        new Set(planNodes(provisioning.spec).nodes.map((n) => n.mac)),
+    const macs = planNodes(provisioning.spec).nodes.map((n) => n.mac);
+    let named: NodeHost[];
+    if (virtlet) {
+      const pods = await facts.runningPods();
+      input = { pods };
+      const vms = indexVirtletVmsByMac(pods);
+      named = macs.flatMap((mac) => {
+        const vm = vms.get(mac);
+        return vm ? [nodeHostOfVm(mac, vm)] : [];
+      });
+      // Running VM pods this Provisioning holds by annotation: released when no longer named.
+      const seen = pods.flatMap((pod) =>
+        judgePodClaim(pod.metadata.annotations?.[podConsumerAnnotation], owner).kind === 'mine'
+          ? [{ kind: 'Pod' as const, namespace: pod.metadata.namespace ?? '', name: pod.metadata.name }]
+          : [],
       );
+      await releaseUnnamed(clients, live, owner, named, seen, context.log);
+    } else {
+      const hostsByMac = await facts.hostsByMac(new Set(macs));
       input = { hostsByMac, leases: await facts.dhcpLeases(), ipSources: context.config.IP_SOURCES };
+      named = macs.flatMap((mac) => {
+        const entry = hostsByMac.get(mac);
+        return entry ? [nodeHostOfEntry(mac, entry)] : [];
+      });
+      const seen = (await facts.hostsClaimedBy(owner)).map((key) => ({
+        kind: 'BareMetalHost' as const,
+        ...splitKey(key),
+      }));
+      await releaseUnnamed(clients, live, owner, named, seen, context.log);
     }
+    // One owner per host (contract section 12): someone else's host stops it here, untouched.
+    const inUse = await firstInUse(clients, named, owner);
+    if (inUse) return fail(Reason.HostInUse, inUse);
     const resolved = resolveCluster(provisioning, input);
     nodes = resolved.nodes;
     clusterType = resolved.clusterType;
-    hostsOfNodes = nodes.flatMap((node) => input.hostsByMac?.get(node.mac)?.host ?? []);
+    const byMac = new Map(named.map((host) => [host.mac, host]));
+    nodeHosts = nodes.flatMap((node) => byMac.get(node.mac) ?? []);
   } catch (error) {
     // Spec errors (invalid) and world errors (resolution) both end as a False condition;
     // API faults (transient/internal) go back to the server as 503/500.
@@ -115,12 +155,24 @@ export async function resolveProvisioning(
     return fail(error.reason, error.message);
   }
 
+  // The Image is checked before any host is claimed: a missing Image holds no host.
+  const namespace = live.metadata.namespace ?? '';
+  const found = imageName ? await imageForHosts(clients, namespace, imageName) : undefined;
+  if (found?.kind === 'failed') return fail(found.reason, found.message);
+
+  const claims = await claimHosts(clients, facts, nodeHosts, owner, context.log);
+  if (claims.kind === 'in-use') return fail(Reason.HostInUse, claims.message);
+
   let image: HostImageReport | undefined;
-  if (imageName) {
-    const namespace = live.metadata.namespace ?? '';
-    const found = await imageForHosts(clients, namespace, imageName);
-    if (found.kind === 'failed') return fail(found.reason, found.message);
-    image = await applyHostImages(clients, { namespace, name: imageName }, found.hostImage, hostsOfNodes);
+  if (imageName && found?.kind === 'ready') {
+    const hostsOfNodes = nodeHosts.flatMap((host) => (host.kind === 'BareMetalHost' ? [host.key] : []));
+    image = await applyHostImages(
+      clients,
+      { namespace, name: imageName },
+      found.hostImage,
+      hostsOfNodes,
+      owner,
+    );
     if (image.foreignHosts.length > 0) await reportForeignHosts(context, clients, live, image);
   }
 
@@ -139,7 +191,7 @@ export async function resolveProvisioning(
         reason: Reason.Provisioning,
         message: 'Hosts resolved; rendering the inventory',
       },
-      fields: image ? { nodes, image } : { nodes },
+      fields: { nodes, ...(image ? { image } : {}), [claimedHostsField]: claims.claimed },
       cause,
       announce: {
         type: EventTypes.hostsResolved,

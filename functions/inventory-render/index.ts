@@ -14,6 +14,7 @@ import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { isCurrent } from '../../shared/k8s/condition-writer.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
+import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import { causeOf, recordedBy, replyIdFor, type StepCause } from '../../shared/k8s/step-causes.js';
 import {
@@ -106,7 +107,18 @@ async function render(
   let rendered;
   try {
     rendered = renderInventory(provisioning.data, clusterType, recorded.data);
-    await upsertConfigMap(clients, markManaged(rendered.configMap), ownerOf(provisioning.data));
+    // The tenant's copy, to read (contract section 4); never mounted: kud-job-launch renders the
+    // inventory again at launch into the functions' namespace (section 12). Ours only when its uid
+    // is recorded in status.ownedObjects: a look-alike with forged labels is ObjectConflict.
+    const owner = ownerOf(provisioning.data);
+    const written = await upsertConfigMap(clients, markManaged(rendered.configMap), ownershipOf(owner, live));
+    await recordOwned(
+      clients,
+      provisioningTarget(ref.namespace, ref.name),
+      owner.uid,
+      'ConfigMap',
+      written.configMap.metadata,
+    );
   } catch (error) {
     // Spec errors, and a <cluster>-inventory the functions did not create (ObjectConflict).
     if (!(error instanceof BpaError) || (error.kind !== 'invalid' && error.kind !== 'resolution'))

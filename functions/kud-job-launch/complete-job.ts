@@ -2,7 +2,13 @@ import type { V1Job } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { buildClusterConfigMap } from '../../shared/core/cluster-configmap.js';
-import { failedByDeadline, newestPod } from '../../shared/core/job-progress.js';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  failedByDeadline,
+  jobProgress,
+  newestPod,
+  type JobProgress,
+} from '../../shared/core/job-progress.js';
 import { clusterConfigMapName } from '../../shared/core/names.js';
 import { markManaged } from '../../shared/core/ownership.js';
 import { BpaError } from '../../shared/errors.js';
@@ -11,22 +17,29 @@ import { ownerOf } from '../../shared/core/render.js';
 import { EventTypes } from '../../shared/events/types.js';
 import { Reason } from '../../shared/reasons.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
-import { provisioningSchema } from '../../shared/schemas/provisioning.js';
+import {
+  jobLogTailMaxBytes,
+  jobStatusSchema,
+  provisioningSchema,
+} from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { callApi } from '../../shared/k8s/api-errors.js';
+import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
+import { getCustomObject } from '../../shared/k8s/custom-objects.js';
 import {
   ProvisioningCondition,
   completeProvisioningStep,
   failProvisioning,
   provisioningRef,
+  provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
 import { creationTimeOf, type StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { runDurationSeconds } from './job-state.js';
-import { jobState } from '../../shared/k8s/jobs.js';
+import { jobState, podLogTail, podsOfJob } from '../../shared/k8s/jobs.js';
 import { jobsFinished, kudRunDuration, timeToReady } from './metrics.js';
 
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
@@ -58,22 +71,32 @@ export function jobFailure(
 }
 
 /**
- * The pod whose logs tell why a Job failed: its newest (a backoffLimit 0 Job has one), else the
- * one the sweep last recorded in status.job; undefined when none is known (e.g. garbage-collected).
+ * status.job of a finished KUD Job: its pod (the newest; a backoffLimit 0 Job has one, found by the
+ * Job's controller uid), its phase, the node it ran on (where the cleanup and the publisher go),
+ * and for a failed pod its last log lines, bounded: tenants cannot read pods in the functions'
+ * namespace (contract section 12). The pod already gone: what the sweep last recorded.
  */
-async function failedPodName(
+export async function finishedJobStatus(
   clients: KubeClients,
   live: StoredObject,
   job: V1Job,
-): Promise<string | undefined> {
-  const namespace = live.metadata.namespace ?? '';
-  const jobName = job.metadata?.name ?? '';
-  const pods = await callApi(`list the pods of Job ${namespace}/${jobName}`, () =>
-    clients.core.listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` }),
-  );
-  const recorded = (live.status?.job as { name?: unknown; pod?: unknown } | undefined) ?? {};
-  const fallback = recorded.name === jobName && typeof recorded.pod === 'string' ? recorded.pod : undefined;
-  return newestPod(pods.items)?.metadata?.name ?? fallback;
+): Promise<JobProgress> {
+  const pod = newestPod(await podsOfJob(clients, job));
+  const recorded = jobStatusSchema.safeParse(live.status?.job);
+  const before = recorded.success && recorded.data.name === job.metadata?.name ? recorded.data : undefined;
+  const progress = jobProgress(job, pod, new Date());
+  delete progress.secondsLeft;
+  delete progress.waitingReason;
+  delete progress.waitingMessage;
+  if (!pod) {
+    if (before?.pod) progress.pod = before.pod;
+    if (before?.nodeName) progress.nodeName = before.nodeName;
+  }
+  if (pod && jobState(job) === 'failed') {
+    const tail = await podLogTail(clients, pod, { tailLines: 20, maxBytes: jobLogTailMaxBytes });
+    if (tail) progress.logTail = tail;
+  }
+  return progress;
 }
 
 /**
@@ -114,12 +137,19 @@ export async function completeJob(
   const cluster = parsed.data.metadata.labels.cluster;
   const duration = runDurationSeconds(job);
 
+  const finished = await finishedJobStatus(clients, live, job);
   if (state === 'failed') {
+    // The pod and its last lines first, then the failure that points to them.
+    await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
+      conditions: [],
+      fields: { job: finished },
+      alreadyDone: (_conditions, fresh) => isDeepStrictEqual(fresh.status?.job, finished),
+    });
     const event = await failProvisioning(
       clients,
       context.functionName,
       live,
-      jobFailure(job, cluster, await failedPodName(clients, live, job)),
+      jobFailure(job, cluster, finished.pod),
       context.log,
     );
     if (event) {
@@ -137,7 +167,28 @@ export async function completeJob(
     planNodes(parsed.data.spec).workerOrder,
   );
   try {
-    await upsertConfigMap(clients, markManaged(configMap), ownerOf(parsed.data));
+    const owner = ownerOf(parsed.data);
+    const write = (from: StoredObject) =>
+      upsertConfigMap(clients, markManaged(configMap), ownershipOf(owner, from));
+    let written: Awaited<ReturnType<typeof upsertConfigMap>>;
+    try {
+      written = await write(live);
+    } catch (error) {
+      if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
+      // Two handlers of one completion (the Job's update, the sweep) race: the other one created
+      // the ConfigMap and records its uid in status.ownedObjects after, so `live`, read before,
+      // does not list it yet. Judged again on the Provisioning as it is now; foreign only then.
+      const fresh = await getCustomObject(clients, provisioningTarget(ref.namespace, ref.name));
+      if (!fresh || fresh.metadata?.uid !== live.metadata?.uid) throw error;
+      written = await write(fresh);
+    }
+    await recordOwned(
+      clients,
+      provisioningTarget(ref.namespace, ref.name),
+      owner.uid,
+      'ConfigMap',
+      written.configMap.metadata,
+    );
   } catch (error) {
     // A <cluster>-configmap the functions did not create: left untouched, reported.
     if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
@@ -159,6 +210,7 @@ export async function completeJob(
       reason: Reason.KudInstalled,
       message: `KUD installed in cluster ${cluster} by Job ${jobName}; node IPs in ConfigMap ${configMapName}`,
       ready: { status: 'True', reason: Reason.ClusterReady, message: `Cluster ${cluster} is ready` },
+      fields: { job: finished },
       // Failed or succeeded: a Job's completion is recorded once per generation.
       alreadyDone: (fresh) => {
         const current = conditionFor(fresh, step, ref.generation);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sweepIntervalEnv } from '../../shared/k8s/sweep.js';
 import { envInt, envList, envString } from '../../shared/config.js';
 import {
   defaultActiveDeadlineSeconds,
@@ -18,6 +19,8 @@ export const kudJobLaunchConfigSchema = z.object({
   SSH_KEY_SECRET: envString(defaultSshKeySecret),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
+  /** The least time between two sweeps of this instance, however many pings arrive (shared/k8s/sweep.ts). */
+  SWEEP_INTERVAL_SECONDS: sweepIntervalEnv,
   /** Where `kud-installer` and the cluster-name claims live (shared/functions-namespace.ts). */
   FUNCTIONS_NAMESPACE: functionsNamespaceEnv,
   /** Image of the deletion cleanup Job: any image with a shell and rm. */

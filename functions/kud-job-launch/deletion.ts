@@ -1,16 +1,18 @@
 import { kudJobName } from '../../shared/core/names.js';
 import { buildCleanupJob } from '../../shared/core/lifecycle-objects.js';
 import { cleanupFinalizer, cleanupJobName } from '../../shared/core/lifecycle-names.js';
-import { isOwnedBy } from '../../shared/core/ownership.js';
 import { recordedLabelsOf } from '../../shared/core/recorded-labels.js';
 import { releasingClustersOf } from '../../shared/core/released-clusters.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { recordOwned } from '../../shared/k8s/owned-objects.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { hasFinalizer, removeFinalizer } from '../../shared/k8s/finalizers.js';
-import { jobState, createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import { releaseHosts } from '../../shared/k8s/host-claims.js';
+import { jobState, createJobOrGetExisting, deleteJob } from '../../shared/k8s/jobs.js';
+import { deleteOwnObjects, kudNodeName, readOwnJob } from './functions-objects.js';
 import {
   ProvisioningCondition,
   clusterOf,
@@ -38,9 +40,11 @@ const secondsSince = (time: unknown, now: Date) => {
 /**
  * Deletion (contract section 10): a Provisioning with a deletionTimestamp and the
  * `bpa.akraino.org/cleanup` finalizer. The running KUD Job is deleted; a short cleanup Job on
- * the host network removes `/opt/kud/multi-cluster/<cluster>` (it holds a cluster-admin
- * kubeconfig); then the cluster name is released and the finalizer removed, and the owned
- * objects go by garbage collection. A cleanup that fails or is not done within
+ * the host network, on the node the KUD pod ran on, removes `/opt/kud/multi-cluster/<cluster>`
+ * (it holds a cluster-admin kubeconfig); then the Provisioning's objects in the functions'
+ * namespace (its Jobs and mounted inventory, selected by its uid label) are deleted, the cluster
+ * name is released and the finalizer removed; the objects in the Provisioning's namespace go by
+ * garbage collection (owner references). A cleanup that fails or is not done within
  * CLEANUP_TIMEOUT_SECONDS of the deletion is reported (Warning Event) and the finalizer is
  * removed anyway: a deletion never hangs forever. Objects the functions did not create are
  * never touched. Idempotent: each sweep (or event) takes the next step from what the API says.
@@ -62,12 +66,17 @@ export async function advanceDeletion(
   const event = (type: 'Normal' | 'Warning', reason: string, message: string) =>
     recordEvent(clients, { object: identity, type, reason, message, component }, log);
 
+  const functionsNamespace = config.FUNCTIONS_NAMESPACE;
+  const target = provisioningTarget(ref.namespace, ref.name);
   const finish = async (step: DeletionStep): Promise<DeletionStep> => {
+    // Across the two namespaces: what lives in the functions' namespace has no owner reference.
+    await deleteOwnObjects(clients, functionsNamespace, ref.uid);
     if (cluster) await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, cluster, owner);
     // Old names of a rename still being released: their objects go by garbage collection now.
     for (const { cluster: old } of releasingClustersOf(live.status))
       await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, old, owner);
-    await removeFinalizer(clients, provisioningTarget(ref.namespace, ref.name), live, cleanupFinalizer);
+    await releaseHosts(clients, live, log); // after cleanup: consumerRef and our spec.image (ADR 0013 point 3)
+    await removeFinalizer(clients, target, live, cleanupFinalizer);
     return step;
   };
 
@@ -75,13 +84,14 @@ export async function advanceDeletion(
     // No KUD Job was ever launched: nothing on the node to clean.
     return finish('done');
   }
-  const kudJob = await readJob(clients, ref.namespace, kudJobName(cluster));
-  if (kudJob && isOwnedBy(kudJob.metadata, owner) && jobState(kudJob) === 'running')
-    await deleteJob(clients, kudJob);
+  const kudJob = await readOwnJob(clients, functionsNamespace, kudJobName(cluster), ref.uid);
+  // Read before the KUD Job goes (its pod goes with it): the cleanup runs where KUD wrote.
+  const nodeName = await kudNodeName(clients, live, kudJobName(cluster), kudJob);
+  if (kudJob && jobState(kudJob) === 'running') await deleteJob(clients, kudJob);
 
   const elapsed = secondsSince(live.metadata.deletionTimestamp, now);
-  const cleanup = await readJob(clients, ref.namespace, cleanupJobName(cluster));
-  const ours = cleanup && isOwnedBy(cleanup.metadata, owner) ? cleanup : undefined;
+  const cleanup = await readOwnJob(clients, functionsNamespace, cleanupJobName(cluster), ref.uid);
+  const ours = cleanup;
   const state = ours ? jobState(ours) : undefined;
   if (state === 'complete') {
     await event('Normal', 'CleanupDone', `Removed the KUD directory of cluster ${cluster} from the node`);
@@ -100,21 +110,27 @@ export async function advanceDeletion(
     return finish('given-up');
   }
   let running = ours !== undefined;
+  let foreign = false;
   if (!cleanup) {
     try {
-      await createJobOrGetExisting(
+      const created = await createJobOrGetExisting(
         clients,
         buildCleanupJob({ name: ref.name, namespace: ref.namespace, uid: ref.uid }, cluster, {
           image: config.CLEANUP_IMAGE,
+          functionsNamespace,
+          ...(nodeName ? { nodeName } : {}),
         }),
       );
-      running = true;
+      // One of that name that is not this Provisioning's (an operator's, or a leftover): not ours.
+      running = created.created;
+      foreign = !created.created;
+      if (created.created) await recordOwned(clients, target, ref.uid, 'Job', created.job.metadata);
     } catch (error) {
       // Refused (403/422) or unavailable: reported on status; the timeout ends the wait.
       log.warn('cleanup Job could not be created', { cluster, error: String(error) });
     }
   }
-  await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
+  await writeConditions(clients, target, ref, {
     conditions: [
       {
         type: ProvisioningCondition.ready,
@@ -122,7 +138,7 @@ export async function advanceDeletion(
         reason: Reason.Deleting,
         message: running
           ? `Deleting: cleanup Job ${cleanupJobName(cluster)} removes /opt/kud/multi-cluster/${cluster} (at most ${config.CLEANUP_TIMEOUT_SECONDS} s)`
-          : `Deleting: the cleanup Job ${cleanupJobName(cluster)} cannot be created${cleanup ? ' (a Job of that name was not created by bpa-functions)' : ''}; the finalizer goes after ${config.CLEANUP_TIMEOUT_SECONDS} s`,
+          : `Deleting: the cleanup Job ${cleanupJobName(cluster)} cannot be created${foreign ? ` (a Job of that name in ${functionsNamespace} was not created for this Provisioning)` : ''}; the finalizer goes after ${config.CLEANUP_TIMEOUT_SECONDS} s`,
       },
     ],
     alreadyDone: (conditions) =>

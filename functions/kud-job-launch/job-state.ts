@@ -1,6 +1,6 @@
-import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { V1Job } from '@kubernetes/client-node';
 import { inventorySha256Annotation } from '../../shared/core/names.js';
+import { provisioningOfFunctionsObject } from '../../shared/core/ownership.js';
 import { jobFailedCondition } from '../../shared/k8s/jobs.js';
 
 /** Generation of the Provisioning a Job was launched for (a spec change may retry a failed Job). */
@@ -33,13 +33,15 @@ export function runDurationSeconds(job: V1Job): number | undefined {
   return Math.max(0, (end.getTime() - start.getTime()) / 1000);
 }
 
-/** The Provisioning that controls a Job (its controller owner reference), if any. */
-export function controllingProvisioning(job: {
-  metadata?: Pick<StoredObject['metadata'], 'ownerReferences'>;
-}): { name: string; uid: string } | undefined {
-  const owner = job.metadata?.ownerReferences?.find(
-    (ref) =>
-      ref.controller === true && ref.kind === 'Provisioning' && ref.apiVersion.startsWith('bpa.akraino.org/'),
-  );
-  return owner ? { name: owner.name, uid: owner.uid } : undefined;
+/**
+ * The Provisioning a Job of the functions' namespace was launched for: its uid label and the
+ * annotations naming it (owner references cannot cross namespaces, ADR 0013). A Job anywhere
+ * else is never the functions' (a tenant can copy every label and annotation in its namespace).
+ */
+export function launchingProvisioning(
+  job: { metadata?: V1Job['metadata'] },
+  functionsNamespace: string,
+): { namespace: string; name: string; uid: string } | undefined {
+  if (job.metadata?.namespace !== functionsNamespace) return undefined;
+  return provisioningOfFunctionsObject(job.metadata);
 }

@@ -10,7 +10,8 @@ import { EventTypes } from '../../shared/events/types.js';
 import { completeJob } from './complete-job.js';
 import { advanceKubeconfig } from './kubeconfig.js';
 import type { KudJobLaunchConfig } from './config.js';
-import { controllingProvisioning, jobTraceparent } from './job-state.js';
+import { launchingProvisioning, jobTraceparent } from './job-state.js';
+import type { V1Job } from '@kubernetes/client-node';
 import { recordProgress } from './record-progress.js';
 
 /**
@@ -28,11 +29,18 @@ export async function onJobUpdate(
     context.log.debug('not a bpa-functions Job; ignored', { kind: object.kind });
     return undefined;
   }
-  const namespace = object.metadata.namespace;
-  const owner = controllingProvisioning(object as Parameters<typeof controllingProvisioning>[0]);
-  if (!namespace || !owner) return undefined;
-  const job = await readJob(clients, namespace, object.metadata.name);
-  const live = await readProvisioning(clients, namespace, owner.name);
+  // Only the functions' namespace holds the chain's Jobs (contract section 12): a look-alike in a
+  // tenant's namespace, whatever its labels and annotations, is never read.
+  const functionsNamespace = context.config.FUNCTIONS_NAMESPACE;
+  const owner = launchingProvisioning(object as { metadata?: V1Job['metadata'] }, functionsNamespace);
+  if (!owner) {
+    context.log.debug('not a Job of the functions’ namespace; ignored', {
+      namespace: object.metadata.namespace,
+    });
+    return undefined;
+  }
+  const job = await readJob(clients, functionsNamespace, object.metadata.name);
+  const live = await readProvisioning(clients, owner.namespace, owner.name);
   if (!job || !live || live.metadata.uid !== owner.uid || job.metadata?.uid !== object.metadata.uid) {
     context.log.info('Job or its Provisioning is gone or was replaced; event is stale');
     return undefined;

@@ -1,16 +1,17 @@
-import {
-  RbacAuthorizationV1Api,
-  type KubeConfig,
-  type V1Job,
-  type V1ObjectMeta,
-} from '@kubernetes/client-node';
+import type { V1Job } from '@kubernetes/client-node';
 import { newestPod } from '../../shared/core/job-progress.js';
-import { kubeconfigPublisherName, kubeconfigSecretName } from '../../shared/core/lifecycle-names.js';
+import {
+  kubeconfigPublisherName,
+  kubeconfigSecretKey,
+  kubeconfigSecretName,
+} from '../../shared/core/lifecycle-names.js';
 import {
   buildKubeconfigPublisher,
+  buildKubeconfigSecret,
   publisherGenerationAnnotation,
 } from '../../shared/core/lifecycle-objects.js';
-import { isOwnedBy, objectConflictMessage, ownershipConflict } from '../../shared/core/ownership.js';
+import { managedByLabel, managedByValue } from '../../shared/core/names.js';
+import { carriesOwnerUid, objectConflictMessage, ownershipConflict } from '../../shared/core/ownership.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { BpaError } from '../../shared/errors.js';
 import { Reason, sweepRetries } from '../../shared/reasons.js';
@@ -20,7 +21,16 @@ import type { KubeClients } from '../../shared/k8s/clients.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { recordEvent } from '../../shared/k8s/events.js';
-import { jobState, createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import {
+  jobState,
+  createJobOrGetExisting,
+  deleteJob,
+  podLog,
+  podLogTail,
+  podsOfJob,
+  readJob,
+} from '../../shared/k8s/jobs.js';
+import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
 import {
   ProvisioningCondition,
   provisioningIdentity,
@@ -30,6 +40,8 @@ import {
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { KudJobLaunchConfig } from './config.js';
+import { kudNodeName, readOwnJob } from './functions-objects.js';
+import { kubeconfigFromLog } from './kubeconfig-publisher/publish.js';
 
 const step = ProvisioningCondition.kubeconfigPublished;
 
@@ -47,24 +59,22 @@ export function awaitsKubeconfig(item: StoredObject, now: Date = new Date()): bo
   );
 }
 
-const rbacClients = new WeakMap<KubeConfig, RbacAuthorizationV1Api>();
-const rbacOf = (kubeConfig: KubeConfig) => {
-  let api = rbacClients.get(kubeConfig);
-  if (!api) rbacClients.set(kubeConfig, (api = kubeConfig.makeApiClient(RbacAuthorizationV1Api)));
-  return api;
-};
-
 const publisherGeneration = (job: V1Job) =>
   Number(job.metadata?.annotations?.[publisherGenerationAnnotation]);
 
+/** Enough for any admin.conf (a few KiB, in base64) and the publisher's own log lines. */
+const publisherLogLimitBytes = 256 * 1024;
+
 /**
- * The new cluster's kubeconfig (contract section 10), one step per call from what the API says:
- * once the KUD Job of this generation succeeded, the publisher (an empty Secret
- * `<cluster>-admin-kubeconfig`, a ServiceAccount whose Role may get and update only it, and a
- * short Job pinned to the node the KUD pod ran on; docs/adr/0009-kubeconfig-publisher.md) copies
- * KUD's admin.conf into the Secret; when that Job completes, KubeconfigPublished True and
- * status.kubeconfigSecret names the Secret. Ready does not wait for it: the cluster is installed.
- * Called on the Job updates of the KUD Job and of the publisher, and by the sweep.
+ * The new cluster's kubeconfig (contract section 10; docs/adr/0009-kubeconfig-publisher.md), one
+ * step per call from what the API says: once the KUD Job of this generation succeeded, a short
+ * publisher Job in the functions' namespace, pinned to the node the KUD pod ran on (found by the
+ * KUD Job's controller uid), prints admin.conf as one framed line, with no API token at all; when
+ * it completes, kud-job-launch reads that pod's log, writes `<cluster>-admin-kubeconfig` in the
+ * Provisioning's namespace (recorded by uid in status.ownedObjects), deletes the publisher Job
+ * (its log goes with its pod), and sets KubeconfigPublished True and status.kubeconfigSecret.
+ * Ready does not wait for it: the cluster is installed. Called on the Job updates of the KUD Job
+ * and of the publisher, and by the sweep.
  */
 export async function advanceKubeconfig(
   context: FunctionContext<KudJobLaunchConfig>,
@@ -78,6 +88,7 @@ export async function advanceKubeconfig(
   const ref = provisioningRef(live);
   const owner = ownerOf(parsed.data);
   const cluster = parsed.data.metadata.labels.cluster;
+  const functionsNamespace = context.config.FUNCTIONS_NAMESPACE;
   const name = kubeconfigPublisherName(cluster);
   const secretName = kubeconfigSecretName(cluster);
   const target = provisioningTarget(ref.namespace, ref.name);
@@ -109,48 +120,81 @@ export async function advanceKubeconfig(
       );
   };
 
-  const existing = await readJob(clients, ref.namespace, name);
-  if (existing && !isOwnedBy(existing.metadata, owner))
+  const existing = await readJob(clients, functionsNamespace, name);
+  if (existing && existing.metadata?.labels?.[managedByLabel] !== managedByValue)
     return report(
       'False',
       Reason.ObjectConflict,
       objectConflictMessage('Job', existing.metadata ?? {}, owner),
     );
-  if (existing && publisherGeneration(existing) === ref.generation) {
-    const state = jobState(existing);
-    if (state === 'complete')
+  const ours = existing && carriesOwnerUid(existing.metadata, owner.uid) ? existing : undefined;
+  if (ours && publisherGeneration(ours) === ref.generation) {
+    const state = jobState(ours);
+    if (state === 'complete') {
+      const pod = newestPod(await podsOfJob(clients, ours));
+      let adminConf: string;
+      try {
+        if (!pod) throw new BpaError('KubeconfigNotInLog', `the pod of Job ${name} is gone`);
+        adminConf = kubeconfigFromLog(await podLog(clients, pod, publisherLogLimitBytes));
+      } catch (error) {
+        if (!(error instanceof BpaError) || error.kind === 'transient') throw error;
+        // Run it again: the next step creates a new publisher.
+        await deleteJob(clients, ours);
+        return report(
+          'False',
+          Reason.KubeconfigPublishFailed,
+          `Job ${name} completed but ${error.message}; the kubeconfig of cluster ${cluster} is not published (the sweep runs the publisher again)`,
+        );
+      }
+      try {
+        await writeKubeconfigSecret(clients, live, owner, cluster, adminConf);
+      } catch (error) {
+        if (error instanceof BpaError && error.reason === Reason.ObjectConflict) {
+          // The Secret appeared after launch: the log holding the credential goes all the same.
+          await deleteJob(clients, ours);
+          return report('False', Reason.ObjectConflict, error.message);
+        }
+        throw error;
+      }
+      // The credential is in its Secret: the pod whose log also holds it goes now.
+      await deleteJob(clients, ours);
       return report(
         'True',
         Reason.KubeconfigPublished,
         `The kubeconfig of cluster ${cluster} is in Secret ${secretName} (key value)`,
         { kubeconfigSecret: secretName },
       );
+    }
     if (state === 'failed') {
-      const pod = newestPod(
-        (
-          await callApi(`list the pods of Job ${ref.namespace}/${name}`, () =>
-            clients.core.listNamespacedPod({ namespace: ref.namespace, labelSelector: `job-name=${name}` }),
-          )
-        ).items,
-      )?.metadata?.name;
+      const pod = newestPod(await podsOfJob(clients, ours));
+      // Its log holds its error, never a part of the file (publish.ts).
+      const tail = pod ? await podLogTail(clients, pod, { tailLines: 3, maxBytes: 512 }) : undefined;
       return report(
         'False',
         Reason.KubeconfigPublishFailed,
-        `Job ${name} failed, the kubeconfig of cluster ${cluster} is not published; check pod logs${pod ? ` (pod ${pod})` : ''}`,
+        `Job ${functionsNamespace}/${name} failed, the kubeconfig of cluster ${cluster} is not published${pod ? ` (pod ${pod.metadata?.name})` : ''}${tail ? `: ${tail.trim()}` : ''}`,
       );
     }
     return; // running: its completion is a Job update (or the sweep)
   }
   if (existing) {
-    // Published for an older generation: replaced once it has finished.
+    // Published for an older generation (or left by another Provisioning of this cluster name, which
+    // only the functions can write there): replaced once it has finished.
     if (jobState(existing) === 'running') return;
     await deleteJob(clients, existing);
   }
 
-  const pods = await callApi(`list the pods of Job ${ref.namespace}/${kudJobName}`, () =>
-    clients.core.listNamespacedPod({ namespace: ref.namespace, labelSelector: `job-name=${kudJobName}` }),
+  // A Secret of that name that is not ours is a conflict before anything prints the credential:
+  // a publisher whose log could never be written anywhere would only expose it.
+  const conflict = ownershipConflict(
+    'Secret',
+    await readKubeconfigSecret(clients, owner.namespace, secretName),
+    ownershipOf(owner, live),
   );
-  const nodeName = newestPod(pods.items)?.spec?.nodeName;
+  if (conflict) return report('False', Reason.ObjectConflict, conflict);
+
+  const kudJob = await readOwnJob(clients, functionsNamespace, kudJobName, owner.uid);
+  const nodeName = await kudNodeName(clients, live, kudJobName, kudJob);
   if (!nodeName)
     return report(
       'False',
@@ -161,39 +205,13 @@ export async function advanceKubeconfig(
     image: context.config.KUBECONFIG_PUBLISHER_IMAGE,
     nodeName,
     generation: ref.generation,
+    functionsNamespace,
   });
-  const rbac = rbacOf(clients.kubeConfig);
-  const namespace = ref.namespace;
   try {
-    await createOwned(
-      'Secret',
-      owner,
-      () => clients.core.createNamespacedSecret({ namespace, body: publisher.secret }),
-      () => clients.core.readNamespacedSecret({ namespace, name: secretName }),
-    );
-    await createOwned(
-      'ServiceAccount',
-      owner,
-      () => clients.core.createNamespacedServiceAccount({ namespace, body: publisher.serviceAccount }),
-      () => clients.core.readNamespacedServiceAccount({ namespace, name }),
-    );
-    await createOwned(
-      'Role',
-      owner,
-      () => rbac.createNamespacedRole({ namespace, body: publisher.role }),
-      () => rbac.readNamespacedRole({ namespace, name }),
-    );
-    await createOwned(
-      'RoleBinding',
-      owner,
-      () => rbac.createNamespacedRoleBinding({ namespace, body: publisher.roleBinding }),
-      () => rbac.readNamespacedRoleBinding({ namespace, name }),
-    );
-    const created = await createJobOrGetExisting(clients, publisher.job);
+    const created = await createJobOrGetExisting(clients, publisher);
     if (!created.created) return; // another delivery created it (or the old one is still being deleted)
+    await recordOwned(clients, target, owner.uid, 'Job', created.job.metadata);
   } catch (error) {
-    if (error instanceof BpaError && error.reason === Reason.ObjectConflict)
-      return report('False', Reason.ObjectConflict, error.message);
     // Refused (RBAC, admission, validation): retrying the same request cannot help.
     const status = error instanceof BpaError ? error.details?.status : undefined;
     if (error instanceof BpaError && (status === 403 || status === 422 || status === 400))
@@ -208,32 +226,54 @@ export async function advanceKubeconfig(
   await report(
     'Unknown',
     Reason.KubeconfigPublishing,
-    `Job ${name} copies admin.conf from node ${nodeName} into Secret ${secretName}`,
+    `Job ${functionsNamespace}/${name} reads admin.conf on node ${nodeName} for Secret ${secretName}`,
   );
 }
 
 /**
- * Reads an object of the publisher and creates it when absent (a 409 of a concurrent delivery
- * reads again); one that exists is accepted only when it is ours: never adopt.
+ * Creates `<cluster>-admin-kubeconfig` in the Provisioning's namespace, or replaces the data of
+ * the one whose uid status.ownedObjects records; any other Secret of that name (a look-alike with
+ * forged labels and owner reference) is ObjectConflict, untouched.
  */
-async function createOwned(
-  kind: string,
+async function writeKubeconfigSecret(
+  clients: KubeClients,
+  live: StoredObject,
   owner: ReturnType<typeof ownerOf>,
-  create: () => Promise<unknown>,
-  read: () => Promise<{ metadata?: V1ObjectMeta }>,
+  cluster: string,
+  adminConf: string,
 ): Promise<void> {
-  const what = `${kind} for ${owner.namespace}/${owner.name}`;
-  const readIt = () => readOrUndefined(`read ${what}`, read);
-  let stored = await readIt();
+  const namespace = owner.namespace;
+  const name = kubeconfigSecretName(cluster);
+  const target = provisioningTarget(namespace, owner.name);
+  const desired = buildKubeconfigSecret(owner, cluster, adminConf);
+  const read = () => readKubeconfigSecret(clients, namespace, name);
+  let stored = await read();
   if (!stored) {
     try {
-      await create();
+      const created = await clients.core.createNamespacedSecret({ namespace, body: desired });
+      await recordOwned(clients, target, owner.uid, 'Secret', created.metadata);
       return;
     } catch (error) {
-      if (!isConflict(error)) throw classifyApiError(error, `create ${what}`);
+      if (!isConflict(error)) throw classifyApiError(error, `create Secret ${namespace}/${name}`);
     }
-    stored = await readIt();
+    stored = await read();
   }
-  const conflict = ownershipConflict(kind, stored, owner);
+  const conflict = ownershipConflict('Secret', stored, ownershipOf(owner, live));
   if (conflict) throw new BpaError(Reason.ObjectConflict, conflict);
+  if (!stored) return;
+  const value = Buffer.from(adminConf, 'utf8').toString('base64');
+  if (stored.data?.[kubeconfigSecretKey] === value) return;
+  // The resourceVersion read above: a concurrent writer makes this a 409, retried by the event.
+  await callApi(`update Secret ${namespace}/${name}`, () =>
+    clients.core.replaceNamespacedSecret({
+      namespace,
+      name,
+      body: { ...stored, data: { ...stored.data, [kubeconfigSecretKey]: value } },
+    }),
+  );
 }
+
+const readKubeconfigSecret = (clients: KubeClients, namespace: string, name: string) =>
+  readOrUndefined(`read Secret ${namespace}/${name}`, () =>
+    clients.core.readNamespacedSecret({ namespace, name }),
+  );

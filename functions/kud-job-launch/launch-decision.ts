@@ -1,6 +1,7 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { launchHashAnnotation, launchRetryAnnotation } from '../../shared/core/lifecycle-names.js';
-import { isOwnedBy } from '../../shared/core/ownership.js';
+import { carriesOwnerUid } from '../../shared/core/ownership.js';
+import { managedByLabel, managedByValue } from '../../shared/core/names.js';
 import { jobProvisioningGeneration } from './job-state.js';
 import { jobState } from '../../shared/k8s/jobs.js';
 
@@ -22,7 +23,7 @@ export type LaunchDecision =
   | 'replace'
   /** Ours, still running another launch: reported, left alone, replaced once it finishes. */
   | 'blocked'
-  /** Not created by the functions for this Provisioning: never touched (ObjectConflict). */
+  /** Not created by the functions (an operator's Job in their namespace): never touched (ObjectConflict). */
   | 'conflict';
 
 export const jobLaunchHash = (job: V1Job) => job.metadata?.annotations?.[launchHashAnnotation];
@@ -32,12 +33,18 @@ export const jobRetryOf = (job: V1Job) => job.metadata?.annotations?.[launchRetr
  * Contract section 5 with section 10: same launch hash → the existing Job is the launch
  * (a failed one too, unless the user asked for a retry or the spec changed since); another
  * hash → replaced once finished, left alone while it runs; a Job the functions did not create
- * for this Provisioning → never adopted.
+ * → never adopted. The Job is read in the functions' namespace only, which tenants cannot write
+ * (contract section 12): a `kud-<cluster>` Job a tenant makes in its own namespace is never read.
+ * There, a Job the functions made for another Provisioning of the same cluster name (one deleted
+ * or renamed away, whose cleanup gave up) is another launch: replaced once finished, never the
+ * launch itself, whatever hash it carries.
  */
 export function decideLaunch(existing: V1Job | undefined, wanted: WantedLaunch): LaunchDecision {
   if (!existing) return 'create';
-  if (!isOwnedBy(existing.metadata, { uid: wanted.ownerUid })) return 'conflict';
+  if (existing.metadata?.labels?.[managedByLabel] !== managedByValue) return 'conflict';
   const state = jobState(existing);
+  if (!carriesOwnerUid(existing.metadata, wanted.ownerUid))
+    return state === 'running' ? 'blocked' : 'replace';
   if (jobLaunchHash(existing) === wanted.launchHash) {
     if (state !== 'failed') return 'exists';
     const olderGeneration = (jobProvisioningGeneration(existing) ?? 0) < wanted.generation;

@@ -1,13 +1,24 @@
 import type { V1Job } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { chainEvent } from '../../shared/cloudevents/chain-event.js';
+import { z } from 'zod';
+import { clusterTypeOf } from '../../shared/core/cluster-type.js';
 import { sha256Hex } from '../../shared/core/hash.js';
-import { buildKudJob } from '../../shared/core/kud-job.js';
+import { renderHostsIni } from '../../shared/core/inventory.js';
+import { buildKudJob, buildMountedInventoryConfigMap } from '../../shared/core/kud-job.js';
 import { launchHash } from '../../shared/core/launch-hash.js';
 import { launchHashAnnotation, launchRetryAnnotation } from '../../shared/core/lifecycle-names.js';
-import { inventoryConfigMapName, inventoryKey, kudJobName } from '../../shared/core/names.js';
-import { objectConflictMessage, ownershipConflict } from '../../shared/core/ownership.js';
+import {
+  kudJobName,
+  managedByLabel,
+  managedByValue,
+  provisioningNameAnnotation,
+  provisioningNamespaceAnnotation,
+} from '../../shared/core/names.js';
+import { planNodes } from '../../shared/core/node-plan.js';
+import { objectConflictMessage } from '../../shared/core/ownership.js';
 import { ownerOf } from '../../shared/core/render.js';
+import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { BpaError, transient } from '../../shared/errors.js';
 import { EventTypes, provisioningSubject, type InventoryRenderedData } from '../../shared/events/types.js';
 import { Reason } from '../../shared/reasons.js';
@@ -15,8 +26,9 @@ import { provisioningSchema, type Provisioning } from '../../shared/schemas/prov
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { isCurrent, writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
-import { readConfigMap } from '../../shared/k8s/config-maps.js';
-import { createJobOrGetExisting, deleteJob } from '../../shared/k8s/jobs.js';
+import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
+import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import { recordOwned } from '../../shared/k8s/owned-objects.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
@@ -46,6 +58,8 @@ type Launch =
 export const retryOf = (live: StoredObject) =>
   typeof live.status?.retry === 'string' ? live.status.retry : '';
 
+const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
+
 /** API answers that retrying the same request cannot change (RBAC, admission, validation). */
 const refusedStatuses = new Set([400, 403, 422]);
 
@@ -53,9 +67,10 @@ const refusedStatuses = new Set([400, 403, 422]);
  * inventory.rendered → the `kud-<cluster>` Job, created idempotently; JobLaunched True and
  * status.jobName; reply kud.job.launched when a Job was created or replaced, nothing for a
  * duplicate. Events are pointers (contract section 10): the event only names the Provisioning
- * generation; the cluster, the inventory (from the `<cluster>-inventory` ConfigMap the functions
- * created, after InventoryRendered True for this generation) and the launch hash all come from
- * the API. A Job refused by the API server (403, 422: RBAC, an admission webhook or a
+ * generation; the cluster, the inventory (rendered again from status.nodes, after
+ * InventoryRendered True for this generation) and the launch hash all come from the API. The Job
+ * and what it mounts live in the functions' namespace (contract section 12): the inventory
+ * ConfigMap `<cluster>-inventory` written there now, and the operator's SSH key Secret. A Job refused by the API server (403, 422: RBAC, an admission webhook or a
  * ValidatingAdmissionPolicy) ends in Ready=False, reason JobRefused, with the server's message.
  */
 export async function launchJob(
@@ -83,22 +98,20 @@ export async function launchJob(
   if (!provisioning.success) return undefined; // host-lookup reports an invalid resource
   const owner = ownerOf(provisioning.data);
   const cluster = provisioning.data.metadata.labels.cluster;
-  const configMapName = inventoryConfigMapName(cluster);
-  const stored = await readConfigMap(clients, ref.namespace, configMapName);
-  const inventory = stored?.data?.[inventoryKey];
-  const conflict = ownershipConflict('ConfigMap', stored, owner);
-  if (inventory === undefined || conflict) {
-    if (conflict)
-      return failProvisioning(
-        clients,
-        context.functionName,
-        live,
-        { step, reason: Reason.ObjectConflict, message: conflict },
-        context.log,
-      );
-    context.log.info('no inventory stored for this generation; ignored', { configMap: configMapName });
+  const nodes = statusNodesSchema.safeParse(live.status?.nodes);
+  if (!nodes.success) {
+    context.log.info('no resolved nodes in status for this generation; ignored');
     return undefined;
   }
+  const functionsNamespace = context.config.FUNCTIONS_NAMESPACE;
+  const target = provisioningTarget(ref.namespace, ref.name);
+  // Rendered again from status.nodes (contract section 12): never the tenant's <cluster>-inventory,
+  // which the tenant can edit between the render and the launch or before a retry.
+  const inventory = renderHostsIni({
+    clusterType: clusterTypeOf(provisioning.data),
+    nodes: nodes.data,
+    workerOrder: planNodes(provisioning.data.spec).workerOrder,
+  });
   const inventorySha256 = sha256Hex(inventory);
   const installerSettings = await readInstallerSettings(clients, context.config.FUNCTIONS_NAMESPACE);
   const hash = launchHash({
@@ -108,6 +121,8 @@ export async function launchJob(
     podSubnet: provisioning.data.spec.PodSubnet,
     kudPlugins: provisioning.data.spec.KUDPlugins,
     installerSettings,
+    sshKeySecret: context.config.SSH_KEY_SECRET,
+    namespace: functionsNamespace,
   });
   const wanted: WantedLaunch = {
     launchHash: hash,
@@ -125,9 +140,25 @@ export async function launchJob(
   );
   const jobName = kudJobName(cluster);
 
+  // What the Job mounts, in the functions' namespace, written right before the Job is created (a
+  // Job that exists or still runs keeps the inventory it was launched with).
+  const writeMounted = async () => {
+    const mounted = await upsertConfigMap(
+      clients,
+      buildMountedInventoryConfigMap(owner, cluster, inventory, inventorySha256, functionsNamespace),
+    );
+    // Only the operator can write there: one the functions did not label is the operator's own.
+    if (mounted.configMap.metadata?.labels?.[managedByLabel] !== managedByValue)
+      throw new BpaError(
+        Reason.ObjectConflict,
+        objectConflictMessage('ConfigMap', mounted.configMap.metadata ?? {}, owner),
+      );
+    await recordOwned(clients, target, owner.uid, 'ConfigMap', mounted.configMap.metadata);
+  };
+
   let launch: Launch;
   try {
-    launch = await createOrReplace(clients, desired, wanted);
+    launch = await createOrReplace(clients, desired, wanted, writeMounted);
   } catch (error) {
     const status = error instanceof BpaError ? error.details?.status : undefined;
     if (error instanceof BpaError && error.reason === Reason.ObjectConflict)
@@ -148,7 +179,7 @@ export async function launchJob(
       );
     throw error;
   }
-  const target = provisioningTarget(ref.namespace, ref.name);
+  await recordOwned(clients, target, owner.uid, 'Job', launch.job.metadata);
   const identity = provisioningIdentity(ref);
 
   if (launch.outcome === 'blocked') {
@@ -238,6 +269,7 @@ function desiredJob(
       activeDeadlineSeconds: provisioning.spec.installTimeoutSeconds ?? config.KUD_ACTIVE_DEADLINE_SECONDS,
       sshKeySecret: config.SSH_KEY_SECRET,
       installerEnv: installerSettings ?? {},
+      functionsNamespace: config.FUNCTIONS_NAMESPACE,
     },
   );
   job.metadata = {
@@ -258,22 +290,34 @@ function desiredJob(
  * is success; another launch and finished → replaced (deleted, then created again); another
  * launch still running → left alone; a Job the functions did not create → ObjectConflict.
  */
-async function createOrReplace(clients: KubeClients, desired: V1Job, wanted: WantedLaunch): Promise<Launch> {
-  const first = await createJobOrGetExisting(clients, desired);
-  if (first.created) return { outcome: 'created', job: first.job };
-  const existing = first.existing;
+async function createOrReplace(
+  clients: KubeClients,
+  desired: V1Job,
+  wanted: WantedLaunch,
+  beforeCreate: () => Promise<void>,
+): Promise<Launch> {
+  const namespace = desired.metadata?.namespace ?? '';
+  const present = await readJob(clients, namespace, desired.metadata?.name ?? '');
+  let existing: V1Job;
+  if (!present) {
+    await beforeCreate();
+    const first = await createJobOrGetExisting(clients, desired);
+    if (first.created) return { outcome: 'created', job: first.job };
+    existing = first.existing;
+  } else existing = present;
   const decision = decideLaunch(existing, wanted);
   if (decision === 'conflict')
     throw new BpaError(
       Reason.ObjectConflict,
       objectConflictMessage('Job', existing.metadata ?? {}, {
-        namespace: desired.metadata?.namespace ?? '',
-        name: desired.metadata?.ownerReferences?.[0]?.name ?? '',
+        namespace: desired.metadata?.annotations?.[provisioningNamespaceAnnotation] ?? '',
+        name: desired.metadata?.annotations?.[provisioningNameAnnotation] ?? '',
       }),
     );
   if (decision === 'exists') return { outcome: 'exists', job: existing };
   if (decision === 'blocked') return { outcome: 'blocked', job: existing };
   await deleteJob(clients, existing);
+  await beforeCreate();
   const second = await createJobOrGetExisting(clients, desired);
   if (second.created) return { outcome: 'replaced', job: second.job };
   if (

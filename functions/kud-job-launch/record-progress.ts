@@ -3,10 +3,9 @@ import { isDeepStrictEqual } from 'node:util';
 import { failedByDeadline, jobProgress, newestPod } from '../../shared/core/job-progress.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { callApi } from '../../shared/k8s/api-errors.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
-import { jobState } from '../../shared/k8s/jobs.js';
+import { jobState, podsOfJob } from '../../shared/k8s/jobs.js';
 import { ProvisioningCondition, provisioningRef, provisioningTarget } from '../../shared/k8s/provisioning.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 
@@ -33,11 +32,9 @@ export async function recordProgress(clients: KubeClients, item: StoredObject, j
   const awaited = (object: StoredObject) =>
     awaitsCompletion(object) && object.status?.jobName === job.metadata?.name;
   if (!awaited(item) || jobState(job) !== 'running' || failedByDeadline(job)) return;
-  const namespace = item.metadata.namespace ?? '';
-  const pods = await callApi(`list the pods of Job ${namespace}/${job.metadata?.name}`, () =>
-    clients.core.listNamespacedPod({ namespace, labelSelector: `job-name=${job.metadata?.name}` }),
-  );
-  const progress = jobProgress(job, newestPod(pods.items), new Date());
+  // The Job runs in the functions' namespace, whose pods tenants cannot read: what they need is
+  // copied here (contract section 12).
+  const progress = jobProgress(job, newestPod(await podsOfJob(clients, job)), new Date());
   const ref = provisioningRef(item);
   await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
     conditions: [],

@@ -2,18 +2,20 @@ import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { buildCleanupJob } from '../../shared/core/lifecycle-objects.js';
 import { cleanupJobName, kubeconfigPublisherName } from '../../shared/core/lifecycle-names.js';
 import { clusterConfigMapName, inventoryConfigMapName, kudJobName } from '../../shared/core/names.js';
-import { isOwnedBy } from '../../shared/core/ownership.js';
+import { isOwned, ownedObjectsOf } from '../../shared/core/ownership.js';
 import {
   releasingClustersField,
   releasingClustersOf,
   type ReleasingCluster,
 } from '../../shared/core/released-clusters.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { callApi, classifyApiError, isConflict, isNotFound } from '../../shared/k8s/api-errors.js';
+import { classifyApiError, isConflict, isNotFound } from '../../shared/k8s/api-errors.js';
 import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
 import { readConfigMap } from '../../shared/k8s/config-maps.js';
 import { recordEvent } from '../../shared/k8s/events.js';
-import { createJobOrGetExisting, deleteJob, jobState, readJob } from '../../shared/k8s/jobs.js';
+import { createJobOrGetExisting, deleteJob, jobState, podsOfJob } from '../../shared/k8s/jobs.js';
+import { forgetOwned } from '../../shared/k8s/owned-objects.js';
+import { deleteOwnObjects, kudNodeName, readOwnJob } from './functions-objects.js';
 import {
   clusterOf,
   provisioningIdentity,
@@ -44,10 +46,13 @@ async function deleteExactly(
 export type ReleaseStep = 'removing' | 'cleaning' | 'released' | 'given-up';
 
 /**
- * One sweep's step for each old name of a renamed cluster (contract section 10): its objects go
- * first (the KUD and publisher Jobs, `<old>-inventory`, `<old>-configmap`; only ours, never a
- * foreign one), then, when a KUD Job ran for it, the
- * deletion's cleanup Job removes `/opt/kud/multi-cluster/<old>` (and is deleted once it ended);
+ * One sweep's step for each old name of a renamed cluster (contract sections 10 and 12): its
+ * objects go first, in both namespaces (in the functions' namespace the running KUD Job and the
+ * publisher, by the Provisioning's uid label; in the Provisioning's, `<old>-inventory` and
+ * `<old>-configmap` whose uid its status records, never a look-alike), then, when a KUD Job ran
+ * for it, the deletion's cleanup Job, on the node the KUD pod ran on, removes
+ * `/opt/kud/multi-cluster/<old>`; then every object of the old name left in the functions'
+ * namespace (the finished KUD Job, the cleanup Job, the mounted inventory) is deleted;
  * only then is the name's claim released and the entry dropped. A cleanup that fails or is not
  * done within CLEANUP_TIMEOUT_SECONDS of the rename ends with a CleanupTimedOut Warning Event and
  * the name is released anyway, as a deletion would. Idempotent: each step reads what the API says.
@@ -82,40 +87,47 @@ async function releaseOne(
   now: Date,
 ): Promise<ReleaseStep> {
   const ref = provisioningRef(live);
-  const owner = { uid: ref.uid };
   const { namespace } = ref;
+  const functionsNamespace = config.FUNCTIONS_NAMESPACE;
+  const target = provisioningTarget(namespace, ref.name);
   const old = entry.cluster;
   const event = (type: 'Normal' | 'Warning', reason: string, message: string) =>
     recordEvent(clients, { object: provisioningIdentity(ref), type, reason, message, component }, log);
-
-  let present = false;
-  for (const name of [kudJobName(old), kubeconfigPublisherName(old)]) {
-    const job = await readJob(clients, namespace, name);
-    if (job && isOwnedBy(job.metadata, owner)) {
-      present = true;
-      if (!job.metadata?.deletionTimestamp) await deleteJob(clients, job);
-    }
-  }
-  for (const name of [inventoryConfigMapName(old), clusterConfigMapName(old)]) {
-    const configMap = await readConfigMap(clients, namespace, name);
-    if (configMap?.metadata && isOwnedBy(configMap.metadata, owner))
-      await deleteExactly(`delete ConfigMap ${namespace}/${name}`, configMap.metadata, (body) =>
-        clients.core.deleteNamespacedConfigMap({ name, namespace, body }),
-      );
-  }
-  // The directory is cleaned once the Jobs are gone and the KUD pod no longer writes to it.
-  const pods = await callApi(`list the pods of Job ${namespace}/${kudJobName(old)}`, () =>
-    clients.core.listNamespacedPod({ namespace, labelSelector: `job-name=${kudJobName(old)}` }),
-  );
   const elapsed = (now.getTime() - new Date(entry.since).getTime()) / 1000;
   const timedOut = !(elapsed < config.CLEANUP_TIMEOUT_SECONDS);
-  if ((present || pods.items.length > 0) && !timedOut) return 'removing';
+
+  // The functions' namespace: a running KUD Job and the publisher go first.
+  const kudJob = await readOwnJob(clients, functionsNamespace, kudJobName(old), ref.uid);
+  let present = false;
+  if (kudJob && jobState(kudJob) === 'running') {
+    present = true;
+    if (!kudJob.metadata?.deletionTimestamp) await deleteJob(clients, kudJob);
+  }
+  const publisher = await readOwnJob(clients, functionsNamespace, kubeconfigPublisherName(old), ref.uid);
+  if (publisher && !publisher.metadata?.deletionTimestamp) await deleteJob(clients, publisher);
+  // The Provisioning's namespace: only the ConfigMaps whose uid its status records.
+  const owned = ownedObjectsOf(live.status);
+  for (const name of [inventoryConfigMapName(old), clusterConfigMapName(old)]) {
+    const configMap = await readConfigMap(clients, namespace, name);
+    if (!configMap?.metadata || !isOwned('ConfigMap', configMap.metadata, { owner: { ...ref }, owned }))
+      continue;
+    await deleteExactly(`delete ConfigMap ${namespace}/${name}`, configMap.metadata, (body) =>
+      clients.core.deleteNamespacedConfigMap({ name, namespace, body }),
+    );
+    await forgetOwned(clients, target, ref.uid, { kind: 'ConfigMap', namespace, name });
+  }
+  // The directory is cleaned once the KUD pod no longer writes to it (found by its Job's uid).
+  const running = kudJob
+    ? (await podsOfJob(clients, kudJob)).some((pod) =>
+        ['Pending', 'Running'].includes(pod.status?.phase ?? ''),
+      )
+    : false;
+  if ((present || running) && !timedOut) return 'removing';
 
   let step: ReleaseStep = 'released';
   if (entry.launched) {
-    const cleanup = await readJob(clients, namespace, cleanupJobName(old));
-    const ours = cleanup && isOwnedBy(cleanup.metadata, owner) ? cleanup : undefined;
-    const state = ours ? jobState(ours) : undefined;
+    const cleanup = await readOwnJob(clients, functionsNamespace, cleanupJobName(old), ref.uid);
+    const state = cleanup ? jobState(cleanup) : undefined;
     if (state === 'complete') {
       await event(
         'Normal',
@@ -130,10 +142,15 @@ async function releaseOne(
       );
       step = 'given-up';
     } else {
-      if (!cleanup)
+      if (!cleanup) {
+        const nodeName = await kudNodeName(clients, live, kudJobName(old), kudJob);
         await createJobOrGetExisting(
           clients,
-          buildCleanupJob({ name: ref.name, namespace, uid: ref.uid }, old, { image: config.CLEANUP_IMAGE }),
+          buildCleanupJob({ name: ref.name, namespace, uid: ref.uid }, old, {
+            image: config.CLEANUP_IMAGE,
+            functionsNamespace,
+            ...(nodeName ? { nodeName } : {}),
+          }),
         ).catch((error: unknown) => {
           // Refused or unavailable: the timeout ends the wait.
           log.warn('cleanup Job of a renamed cluster could not be created', {
@@ -141,13 +158,15 @@ async function releaseOne(
             error: String(error),
           });
         });
+      }
       return 'cleaning';
     }
-    // Ended: the cleanup Job goes too, so nothing of the old name is left in the namespace.
-    if (ours) await deleteJob(clients, ours);
   }
-  await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, old, owner);
-  await updateStatus(clients, provisioningTarget(namespace, ref.name), (fresh) => {
+  // Ended: every object of the old name in the functions' namespace goes (its Jobs, the cleanup
+  // Job, the mounted inventory), so nothing of it is left there.
+  await deleteOwnObjects(clients, functionsNamespace, ref.uid, { cluster: old });
+  await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, old, { uid: ref.uid });
+  await updateStatus(clients, target, (fresh) => {
     if (fresh.metadata.uid !== ref.uid) return undefined;
     const current = releasingClustersOf(fresh.status);
     if (!current.some((item) => item.cluster === old)) return undefined;

@@ -1,12 +1,12 @@
 import type { CloudEvent } from 'cloudevents';
 import { cancelAnnotation, cleanupFinalizer } from '../../shared/core/lifecycle-names.js';
-import { isOwnedBy } from '../../shared/core/ownership.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { hasFinalizer } from '../../shared/k8s/finalizers.js';
-import { jobState, deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import { jobState, deleteJob } from '../../shared/k8s/jobs.js';
+import { readOwnJob } from './functions-objects.js';
 import {
   ProvisioningCondition,
   failProvisioning,
@@ -58,9 +58,13 @@ export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<voi
         await advanceKubeconfig(context, clients, item);
         return undefined;
       }
-      const namespace = item.metadata.namespace ?? '';
-      const job = await readJob(clients, namespace, String(item.status?.jobName));
-      const ours = job && isOwnedBy(job.metadata, { uid: item.metadata.uid ?? '' }) ? job : undefined;
+      // The functions' namespace only: a Job of that name a tenant made in its own is never read.
+      const ours = await readOwnJob(
+        clients,
+        context.config.FUNCTIONS_NAMESPACE,
+        String(item.status?.jobName),
+        item.metadata.uid ?? '',
+      );
       if (item.metadata.annotations?.[cancelAnnotation] === 'true')
         return cancel(context, clients, item, ours);
       if (!ours) return relaunchMissing(context, clients, item);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sweepIntervalEnv } from '../../shared/k8s/sweep.js';
 import { envInt, envList, envOptionalString, envString } from '../../shared/config.js';
 
 /** Where the SSH work runs: in a Kubernetes Job per Software generation (contract section 11), or in the request (the local lab). */
@@ -27,6 +28,8 @@ export const softwareInstallConfigSchema = z.object({
   INSTALL_ATTEMPTS: envInt(3, { min: 1, max: 20 }),
   /** Wait before the second attempt on a host; doubled for each next one, at most 16 times this. */
   INSTALL_RETRY_DELAY_SECONDS: envInt(10, { min: 0, max: 3600 }),
+  /** Between polls of an install running detached on a host (ssh/detached.ts). */
+  INSTALL_POLL_SECONDS: envInt(5, { min: 1, max: 600 }),
   /** A host Lease's duration: how long a dead installer keeps a host before another may take it. */
   HOST_LEASE_SECONDS: envInt(60, { min: 5, max: 3600 }),
   /**
@@ -52,5 +55,7 @@ export const softwareInstallConfigSchema = z.object({
   INSTALL_JOB_DEADLINE_SECONDS: envInt(0, { min: 0, max: 7 * 86400 }),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
   SWEEP_NAMESPACES: envList<string>([]),
+  /** The least time between two sweeps of this instance, however many pings arrive (shared/k8s/sweep.ts). */
+  SWEEP_INTERVAL_SECONDS: sweepIntervalEnv,
 });
 export type SoftwareInstallConfig = z.infer<typeof softwareInstallConfigSchema>;

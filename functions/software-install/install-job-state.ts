@@ -2,6 +2,7 @@ import type { V1Job } from '@kubernetes/client-node';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { jobFailedCondition, jobState, readJob } from '../../shared/k8s/jobs.js';
+import { isOwned } from '../../shared/k8s/install-owned-objects.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { Reason } from '../../shared/reasons.js';
 import { softwareGenerationLabel } from './install-job/job-objects.js';
@@ -55,8 +56,9 @@ export async function judgeInstallJob(
     message,
   });
   if (!job) return ended(`Install Job ${name} is gone and recorded no outcome on the Software`);
-  // Another Software's Job of that name (deleted and re-created), or another generation's: not ours.
-  const owned = job.metadata?.ownerReferences?.some((o) => o.uid === live.metadata.uid) ?? false;
+  // Ours only by the uid recorded when it was created (status.ownedObjects): a look-alike of that
+  // name (a tenant's, another Software's, another generation's) is not judged.
+  const owned = isOwned(live, { kind: 'Job', namespace, name, uid: job.metadata?.uid ?? '' });
   const generation = job.metadata?.labels?.[softwareGenerationLabel];
   if (!owned || generation !== String(live.metadata.generation ?? 0)) return undefined;
   if (jobState(job) === 'running') return { kind: 'running' };

@@ -36,7 +36,7 @@ import {
   type HostStatus,
 } from './software-status.js';
 import { functionName } from './name.js';
-import { buildInstallCommand, packageWord } from './ssh/command.js';
+import { buildInstallCommand, packageSpecsFromItems, packageWord } from './ssh/command.js';
 import { packagesForRoles, planInstall, runInstall, type HostInstallResult } from './ssh/install.js';
 
 /** Why nothing was installed now; `event` is what to announce, if anything. */
@@ -82,6 +82,18 @@ export async function installSoftware(
   }
   if (activeClaim(live, ref.generation)) return { kind: 'skipped' };
 
+  // Package words first, on the raw spec: a bad word is InvalidPackageName (or Version) by its own
+  // reason, also where the CRD cannot see it (a map's key, `{openssh-server-: {version: 1}}`).
+  try {
+    validateRawPackages(live, context.config.SSH_USER);
+  } catch (error) {
+    if (!(error instanceof BpaError)) throw error;
+    if (error.reason === Reason.InvalidPackageName || error.reason === Reason.InvalidPackageVersion)
+      return {
+        kind: 'failed',
+        event: await failSoftware(clients, live, { reason: error.reason, message: error.message }, log),
+      };
+  }
   const parsed = softwareSchema.safeParse(live);
   if (!parsed.success) {
     const message = `Software ${ref.namespace}/${ref.name} is invalid: ${describeIssues(parsed.error)}`;
@@ -149,7 +161,12 @@ export async function installSoftware(
     roles: node.roles,
     packages: packagesForRoles(node.roles, softwareLists(software)),
   }));
-  const plans = planInstall(targets, context.config.SSH_USER, context.config.APT_LOCK_TIMEOUT_SECONDS);
+  const plans = planInstall(
+    targets,
+    context.config.SSH_USER,
+    context.config.APT_LOCK_TIMEOUT_SECONDS,
+    `${ref.namespace}/${ref.name}/${ref.uid}@${ref.generation}`,
+  );
   // Read before the claim: a transient fault here (KnownHostsUnreadable) must not leave a claim
   // behind that makes every retry step back until it expires. The install Job reads its own.
   const job = context.config.INSTALL_RUNNER === 'job';
@@ -172,14 +189,25 @@ export async function installSoftware(
           .digest('hex')
           .slice(0, 8)
       : '';
-    const jobName = await launchInstallJob(
-      context.config,
-      clients,
-      claimed,
-      runId,
-      context.config.INSTALL_JOB_DEADLINE_SECONDS || claimSeconds(context.config, plans.length),
-      knownHosts,
-    );
+    let jobName: string;
+    try {
+      jobName = await launchInstallJob(
+        context.config,
+        clients,
+        claimed,
+        runId,
+        context.config.INSTALL_JOB_DEADLINE_SECONDS || claimSeconds(context.config, plans.length),
+        knownHosts,
+      );
+    } catch (error) {
+      // A look-alike ServiceAccount, Role, RoleBinding or Job in the way: touched nothing, no Job.
+      if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
+      log.warn('an object of the install run is not ours; no install Job', { message: error.message });
+      return {
+        kind: 'failed',
+        event: await failSoftware(clients, claimed, { reason: error.reason, message: error.message }, log),
+      };
+    }
     const message = `Installing on ${plans.length} host${plans.length === 1 ? '' : 's'} in Job ${jobName}`;
     await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
       conditions: [
@@ -261,6 +289,23 @@ const softwareLists = (software: Software) => ({
   masterSoftware: software.spec.masterSoftware ?? [],
   workerSoftware: software.spec.workerSoftware ?? [],
 });
+
+/** The package words of a not yet parsed Software (lists of any shape: only the words are judged here). */
+function validateRawPackages(live: StoredObject, username: string) {
+  const spec = (live as { spec?: Record<string, unknown> }).spec ?? {};
+  for (const key of ['masterSoftware', 'workerSoftware']) {
+    const items = Array.isArray(spec[key]) ? (spec[key] as unknown[]) : [];
+    const packages = items.flatMap((item) => {
+      try {
+        return packageSpecsFromItems([item]);
+      } catch {
+        return []; // not a word or a {name: {version}} map: the schema says why
+      }
+    });
+    for (const pkg of packages) packageWord(pkg);
+    if (packages.length > 0) buildInstallCommand({ packages, username });
+  }
+}
 
 /** Every package word must be valid before anything connects (names, versions, length). */
 function validatePackages(software: Software, username: string) {

@@ -24,3 +24,5 @@ export { freeLoopbackPort, freeLoopbackPorts } from './free-port.js';
 export type { ManagedProcess, ProcessExit } from './managed-process.js';
 export { startManagedProcess } from './managed-process.js';
 export { waitFor } from './wait.js';
+export { onboardCommand, onboardNamespace, shippedFunctionsNamespace, tenantRoleBindings } from './tenant.js';
+export type { OnboardOptions } from './tenant.js';

@@ -8,6 +8,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { AppsV1Api, CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import { BpaError, describeError } from '../../shared/errors.js';
 import { applyObjects, isStatus, parseYamlObjects } from '../control-plane/apply.js';
+import { onboardNamespace } from '../control-plane/tenant.js';
 import { repoRoot } from '../control-plane/repo-root.js';
 import { waitFor } from '../control-plane/wait.js';
 import { ensureKnativeBinaries } from './binaries.js';
@@ -31,6 +32,11 @@ export interface KnativeStackOptions {
    * without a namespace, in the manifests' Broker's.
    */
   extraObjects?: KubernetesObject[];
+  /**
+   * Tenant namespaces onboarded with the install (manifests/tenant), default `default`, as the
+   * embedded stack does; others are onboarded by whoever makes them (onboardNamespace).
+   */
+  tenantNamespaces?: readonly string[];
 }
 
 export interface KnativeStack {
@@ -154,6 +160,12 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
     `knative: applying ${manifestsDir} (${overlay.objects.length} objects, Knative Services as Deployments)`,
   );
   await applyObjects(options.kubeConfig, overlay.objects);
+  // The functions write in a tenant's namespace only where it is onboarded (docs/adr/0013-tenancy.md).
+  for (const namespace of options.tenantNamespaces ?? ['default'])
+    await onboardNamespace(options.kubeConfig, namespace, {
+      manifestsDir,
+      ...(installNamespace ? { functionsNamespace: installNamespace } : {}),
+    });
 
   const apps = options.kubeConfig.makeApiClient(AppsV1Api);
   const deployments = overlay.objects.filter((o) => o.kind === 'Deployment').map(refOf);

@@ -6,6 +6,7 @@ import ssh2 from 'ssh2';
 import type { Env } from '../../shared/config.js';
 import { applyObject } from '../control-plane/apply.js';
 import { createNamespace } from '../control-plane/namespaces.js';
+import { onboardNamespace } from '../control-plane/tenant.js';
 import { applyLabBareMetalHosts } from './bare-metal-hosts.js';
 import { labHosts, labHostsOn, labNamespace, type LabHost } from './lab-definition.js';
 import { createLabNetwork, type NodeNetworkAttachment } from './lab-network.js';
@@ -111,6 +112,9 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       functionsEnv,
       async applyToCluster(kubeConfig) {
         await createNamespace(kubeConfig, namespace, labels);
+        // The lab's Provisionings and Softwares live here: the functions act as their
+        // ServiceAccounts, which may write only in onboarded namespaces (manifests/tenant).
+        await onboardNamespace(kubeConfig, namespace);
         await applyLabBareMetalHosts(kubeConfig, hosts, namespace);
         await applySshKeySecret(kubeConfig, namespace);
       },

@@ -22,6 +22,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { shellQuote } from '../../functions/software-install/ssh/command.js';
+import {
+  attachedNotice,
+  startedNotice,
+  statusPrefix,
+} from '../../functions/software-install/ssh/detached.js';
 
 const run = promisify(execFile);
 const sshdPath = '/usr/sbin/sshd';
@@ -137,6 +142,8 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
     const dir = join(root, 'hosts', String(index));
     await mkdir(join(dir, 'commands'), { recursive: true });
     await mkdir(join(dir, 'pids'), { recursive: true });
+    await mkdir(join(dir, 'installs'), { recursive: true });
+    await chmod(join(dir, 'installs'), 0o777);
     await chmod(join(dir, 'commands'), 0o777);
     await chmod(join(dir, 'pids'), 0o777);
     const netns = options.netns?.[i];
@@ -210,12 +217,43 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
 }
 
 /**
+ * The installer's detached protocol (functions/software-install/ssh/detached.ts), spoken by
+ * behaviour hosts: the start command is recorded (polls are not: a test counts installs) and the
+ * behaviour runs as the detached install would, in the background, its output and exit status in
+ * files of `installs/<id>`; a poll answers from them like the real poll script. The same id still
+ * running is attached to, as on a real host. A `hang` host answers no session at all, start or
+ * poll, as a hung host would. Runs before the recorder's own lines; the commands
+ * are the installer's own single-quoted words, so `eval set --` splits them as sh would.
+ */
+const detachedInstallEmulation = `grep -q 'exec sleep' "$host_dir/behaviour.sh" || case $SSH_ORIGINAL_COMMAND in
+*"${statusPrefix}"*|*"${startedNotice}"*)
+  eval "set -- $SSH_ORIGINAL_COMMAND"
+  while [ $# -gt 0 ] && [ "$1" != -c ]; do shift; done
+  inst="$host_dir/installs/$4"
+  case $SSH_ORIGINAL_COMMAND in
+  *"${startedNotice}"*) ;;
+  *)
+    if [ -f "$inst/exit" ]; then st="exit $(cat "$inst/exit")"; elif [ -d "$inst" ]; then st=running; else st=missing; fi
+    tail -n 19 "$inst/out" 2> /dev/null; tail -n 20 "$inst/err" >&2 2> /dev/null
+    echo "${statusPrefix}$st"; exit 0 ;;
+  esac
+  record="$host_dir/commands/$(date +%s%N).$$"
+  printf '%s' "$SSH_ORIGINAL_COMMAND" > "$record.tmp" && mv "$record.tmp" "$record.cmd"
+  if [ -d "$inst" ] && [ ! -f "$inst/exit" ]; then echo "${attachedNotice} ($inst)"; exit 0; fi
+  rm -rf "$inst" && mkdir -p "$inst"
+  export host_dir
+  ( sh "$host_dir/behaviour.sh" < /dev/null > "$inst/out" 2> "$inst/err"; echo $? > "$inst/exit.tmp"; mv "$inst/exit.tmp" "$inst/exit" ) < /dev/null > /dev/null 2>&1 &
+  echo "${startedNotice} ($inst)"; exit 0 ;;
+esac`;
+
+/**
  * ForceCommand: `recorder.sh <host dir>`. One file per session, named so that a plain sort is
  * the order of arrival; written completely (tmp + mv) before the behaviour runs, so the record
  * exists by the time a client sees the exit status.
  */
 const recorderScript = `#!/bin/sh
 host_dir=$1
+${detachedInstallEmulation}
 record="$host_dir/commands/$(date +%s%N).$$"
 printf '%s' "$SSH_ORIGINAL_COMMAND" > "$record.tmp" && mv "$record.tmp" "$record.cmd"
 . "$host_dir/behaviour.sh"

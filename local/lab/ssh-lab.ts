@@ -14,6 +14,7 @@ import type { AuthContext, Connection, ParsedKey, Server as SshServer } from 'ss
 import type { Logger } from '../../shared/log.js';
 import { silentLogger } from '../../shared/log.js';
 import { sha256Fingerprint } from '../../functions/software-install/ssh/known-hosts.js';
+import { startedNotice, statusPrefix } from '../../functions/software-install/ssh/detached.js';
 
 const { Server, utils } = ssh2;
 
@@ -143,7 +144,31 @@ function serveClient(
       const session = acceptSession();
       session.on('exec', (acceptExec, _reject, info) => {
         const stream = acceptExec();
+        // The installer's detached protocol (ssh/detached.ts): the start is answered at once, a
+        // poll with the outcome of the last start; polls are not recorded (one install, one command).
+        if (info.command.includes(statusPrefix)) {
+          const behaviour = behaviours.get(ip) ?? { kind: 'succeed' };
+          const started = [...commands].reverse().find((c) => c.ip === ip)?.command ?? '';
+          if (behaviour.kind === 'fail') {
+            stream.stderr.write(`${behaviour.stderr}\n`);
+            stream.write(`${statusPrefix}exit ${behaviour.exitCode}\n`);
+          } else stream.write(`${fakeAptOutput(ip, started)}${statusPrefix}exit 0\n`);
+          stream.exit(0);
+          stream.end();
+          return;
+        }
         commands.push({ ip, username, command: info.command, at: new Date().toISOString() });
+        if (info.command.includes(startedNotice)) {
+          logger.info('simulated SSH host received an install (recorded, not run)', {
+            ip,
+            username,
+            command: info.command,
+          });
+          stream.write(`${startedNotice} (simulated)\n`);
+          stream.exit(0);
+          stream.end();
+          return;
+        }
         const behaviour = behaviours.get(ip) ?? { kind: 'succeed' };
         logger.info('simulated SSH host received a command (recorded, not run)', {
           ip,
@@ -166,7 +191,10 @@ function serveClient(
 
 /** What apt-get would roughly print, clearly marked as simulated. */
 export function fakeAptOutput(ip: string, command: string): string {
-  const words = [...command.matchAll(/'([a-z0-9][a-z0-9+.-]*(?:=[A-Za-z0-9.+~:-]+)?)'/g)].map((m) => m[1]!);
+  const words = [...command.matchAll(/'([a-z0-9][a-z0-9+.-]*(?:=[A-Za-z0-9.+~:-]+)?)'/g)]
+    .map((m) => m[1]!)
+    // The detached install's id (ssh/detached.ts) is a quoted word too.
+    .filter((word) => !/^[0-9a-f]{24}$/.test(word));
   return [
     `[simulated host ${ip}: nothing is installed, this is the bpa demo lab]`,
     'Reading package lists... Done',

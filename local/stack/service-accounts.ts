@@ -1,6 +1,7 @@
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { BpaError } from '../../shared/errors.js';
 import { applyObjects, isStatus } from '../control-plane/apply.js';
+import { onboardNamespace } from '../control-plane/tenant.js';
 import { renderManifests } from '../knative/stack.js';
 
 /** The kinds of manifests/ that give the functions their rights. */
@@ -29,6 +30,11 @@ export async function serviceAccountKubeConfigs(options: {
   manifestsDir: string;
   config: Record<string, string>;
   serviceAccounts: readonly string[];
+  /**
+   * Tenant namespaces onboarded at once (manifests/tenant), default `default` (where `bpa dev`
+   * users apply their resources); others are onboarded by whoever makes them (onboardNamespace).
+   */
+  tenantNamespaces?: readonly string[];
 }): Promise<Map<string, KubeConfig>> {
   const rendered = renderManifests(options.manifestsDir, options.config);
   const rbac = rendered.filter((o: KubernetesObject) => rbacKinds.has(o.kind ?? ''));
@@ -39,6 +45,13 @@ export async function serviceAccountKubeConfigs(options: {
       if (!isStatus(error, 409)) throw error;
     });
   await applyObjects(options.kubeConfig, rbac);
+  // What the functions write in a tenant's namespace holds only where it is onboarded.
+  const functionsNamespace = rbac.find((o) => o.kind === 'ServiceAccount')?.metadata?.namespace;
+  for (const namespace of options.tenantNamespaces ?? ['default'])
+    await onboardNamespace(options.kubeConfig, namespace, {
+      manifestsDir: options.manifestsDir,
+      ...(functionsNamespace ? { functionsNamespace } : {}),
+    });
   const cluster = options.kubeConfig.getCurrentCluster();
   if (!cluster) throw new BpaError('NoCluster', 'the stack’s kubeconfig names no current cluster', 'invalid');
   const configs = new Map<string, KubeConfig>();

@@ -1,4 +1,4 @@
-import type { BareMetalHost, Nic } from '../schemas/bare-metal-host.js';
+import type { BareMetalHost, ConsumerRef, Nic } from '../schemas/bare-metal-host.js';
 
 /**
  * A hand-written check of the common, well-formed BareMetalHost: the same result as
@@ -13,13 +13,14 @@ export function fastBareMetalHost(value: unknown): BareMetalHost | undefined {
   if (kind !== undefined && kind !== 'BareMetalHost') return undefined;
   if (kind === undefined && 'kind' in value) return undefined;
   if (!isPlainObject(metadata)) return undefined;
-  const { name, namespace } = metadata;
+  const { name, namespace, resourceVersion } = metadata;
   if (typeof name !== 'string' || name.length === 0) return undefined;
-  if (namespace !== undefined && typeof namespace !== 'string') return undefined;
-  if (namespace === undefined && 'namespace' in metadata) return undefined;
+  if (!optionalString(metadata, 'namespace', namespace)) return undefined;
+  if (!optionalString(metadata, 'resourceVersion', resourceVersion)) return undefined;
 
   // Literals and adds in a fixed order (no spread), so every host shares a few hidden classes.
-  const checkedMetadata = namespace === undefined ? { name } : { name, namespace };
+  const checkedMetadata: BareMetalHost['metadata'] = namespace === undefined ? { name } : { name, namespace };
+  if (resourceVersion !== undefined) checkedMetadata.resourceVersion = resourceVersion;
   const host: BareMetalHost =
     kind === undefined ? { metadata: checkedMetadata } : { kind, metadata: checkedMetadata };
   if (spec !== undefined || 'spec' in value) {
@@ -45,9 +46,31 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 function fastSpec(spec: unknown): BareMetalHost['spec'] | undefined {
   if (spec === null) return null;
   if (!isPlainObject(spec)) return undefined;
-  const boot = spec.bootMACAddress;
-  if (boot === undefined) return 'bootMACAddress' in spec ? undefined : {};
-  return boot === null || typeof boot === 'string' ? { bootMACAddress: boot } : undefined;
+  const { bootMACAddress: boot, consumerRef } = spec;
+  if (boot === undefined && 'bootMACAddress' in spec) return undefined;
+  if (boot !== undefined && boot !== null && typeof boot !== 'string') return undefined;
+  const checked: NonNullable<BareMetalHost['spec']> = boot === undefined ? {} : { bootMACAddress: boot };
+  if (consumerRef === undefined) return 'consumerRef' in spec ? undefined : checked;
+  if (consumerRef === null) checked.consumerRef = null;
+  else {
+    const ref = fastConsumerRef(consumerRef);
+    if (ref === undefined) return undefined;
+    checked.consumerRef = ref;
+  }
+  return checked;
+}
+
+const consumerRefKeys = ['apiVersion', 'kind', 'namespace', 'name', 'uid'] as const;
+
+function fastConsumerRef(ref: unknown): ConsumerRef | undefined {
+  if (!isPlainObject(ref)) return undefined;
+  const checked: ConsumerRef = {};
+  for (const key of consumerRefKeys) {
+    const value = ref[key];
+    if (!optionalString(ref, key, value)) return undefined;
+    if (value !== undefined) checked[key] = value;
+  }
+  return checked;
 }
 
 function fastStatus(status: unknown): BareMetalHost['status'] | undefined {

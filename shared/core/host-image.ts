@@ -1,5 +1,7 @@
 import { BpaError } from '../errors.js';
+import type { ConsumerRef } from '../schemas/bare-metal-host.js';
 import type { Image } from '../schemas/image.js';
+import { judgeHostClaim, type ClaimOwner } from './host-claim.js';
 
 /**
  * Issue 12 item 5 (a Provisioning naming an Image; its hosts get `spec.image`): what a
@@ -46,13 +48,24 @@ export type HostImagePlan =
   /** Unset, or set earlier by this project: write it (and the annotation). */
   | 'write'
   /** Someone else's image: never overwritten. */
-  | 'foreign';
+  | 'foreign'
+  /** The host is not claimed by this Provisioning (spec.consumerRef): nothing is written. */
+  | 'not-owned';
 
-/** Whether a host's spec.image may become `desired` (set only where unset or ours). */
+/**
+ * Whether a host's spec.image may become `desired` for `owner`: only on a host whose
+ * spec.consumerRef names `owner` (contract section 12: the annotation alone proves nothing, any
+ * Provisioning's image carries it), and there only where the image is unset or ours.
+ */
 export function planHostImage(
-  host: { metadata: { annotations?: Record<string, string> }; spec?: { image?: Partial<HostImage> | null } },
+  host: {
+    metadata: { annotations?: Record<string, string> };
+    spec?: { image?: Partial<HostImage> | null; consumerRef?: ConsumerRef | null };
+  },
   desired: HostImage,
+  owner: ClaimOwner,
 ): HostImagePlan {
+  if (judgeHostClaim(host.spec?.consumerRef, owner).kind !== 'mine') return 'not-owned';
   const current = host.spec?.image;
   if (
     current &&

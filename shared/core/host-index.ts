@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { BareMetalHost } from '../schemas/bare-metal-host.js';
+import type { BareMetalHost, ConsumerRef } from '../schemas/bare-metal-host.js';
 import { normaliseMac } from './mac.js';
 
 /** What is known about one MAC from the BareMetalHosts. */
@@ -8,6 +8,10 @@ export interface HostMacEntry {
   host: string;
   /** IP of that host's NIC with this MAC, when inspection reported one (checked on lookup). */
   nicIp?: string;
+  /** The host's `spec.consumerRef` when set: who uses it (shared/core/host-claim.ts). */
+  consumer?: ConsumerRef;
+  /** The host's resourceVersion when read from the API: the precondition of a claim. */
+  resourceVersion?: string;
 }
 
 /**
@@ -65,9 +69,14 @@ export class HostMacIndexer {
     const name = host.metadata.namespace
       ? `${host.metadata.namespace}/${host.metadata.name}`
       : host.metadata.name;
+    const consumer = host.spec?.consumerRef ?? undefined;
+    const resourceVersion = host.metadata.resourceVersion;
     for (let i = 0; i < macs.length; i++) {
       const nicIp = nicIps[i];
-      index.set(macs[i]!, nicIp === undefined ? { host: name } : { host: name, nicIp });
+      const entry: HostMacEntry = nicIp === undefined ? { host: name } : { host: name, nicIp };
+      if (consumer) entry.consumer = consumer;
+      if (resourceVersion !== undefined) entry.resourceVersion = resourceVersion;
+      index.set(macs[i]!, entry);
     }
   }
 

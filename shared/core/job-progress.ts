@@ -7,7 +7,13 @@ import type { V1Job, V1Pod } from '@kubernetes/client-node';
  */
 export interface JobProgress {
   name: string;
+  /** The functions' namespace the Job runs in (tenants cannot read its pods there). */
+  namespace?: string;
   pod?: string;
+  /** The node the pod runs on: the cleanup and the kubeconfig publisher go there. */
+  nodeName?: string;
+  /** A failed pod's last log lines (bounded, shared/schemas/provisioning.ts jobLogTailMaxBytes). */
+  logTail?: string;
   phase?: string;
   waitingReason?: string;
   waitingMessage?: string;
@@ -24,8 +30,10 @@ export function newestPod(pods: readonly V1Pod[]): V1Pod | undefined {
 
 export function jobProgress(job: V1Job, pod: V1Pod | undefined, now: Date): JobProgress {
   const progress: JobProgress = { name: job.metadata?.name ?? '' };
+  if (job.metadata?.namespace) progress.namespace = job.metadata.namespace;
   if (pod) {
     progress.pod = pod.metadata?.name;
+    if (pod.spec?.nodeName) progress.nodeName = pod.spec.nodeName;
     progress.phase = pod.status?.phase ?? 'Pending';
     const waiting = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]
       .map((status) => status.state?.waiting)

@@ -24,10 +24,9 @@ const derivedTypes = new Set<string>(Object.values(KstatusCondition));
  * Reasons the sweep retries (sweep `retry`) that still cannot clear without someone changing
  * something: another resource must go (the cluster name's owner, the host's consumer, an object
  * the functions did not create) or the operator must configure the functions. kstatus calls that
- * Stalled, so a Flux `wait: true` fails with the message instead of timing out. `HostInUse` is the
- * host claim's reason (ADR 0013), named as a string so this compiles before and after it lands.
+ * Stalled, so a Flux `wait: true` fails with the message instead of timing out.
  */
-const retriedButNeedsAChange: ReadonlySet<string> = new Set<ConditionReason | 'HostInUse'>([
+const retriedButNeedsAChange: ReadonlySet<string> = new Set<ConditionReason>([
   'ClusterNameInUse',
   'ObjectConflict',
   'VmNamespacesNotConfigured',

@@ -1,14 +1,14 @@
-import type { V1Job } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Job } from '@kubernetes/client-node';
+import { defaultFunctionsNamespace } from '../functions-namespace.js';
 import {
   clusterLabel,
   inventoryConfigMapName,
   inventoryKey,
   inventorySha256Annotation,
   kudJobName,
-  managedByLabel,
-  managedByValue,
 } from './names.js';
-import { provisioningOwnerReference, type ProvisioningOwner } from './owner.js';
+import type { ProvisioningOwner } from './owner.js';
+import { functionsObjectMeta } from './ownership.js';
 
 export const defaultKudImage = 'github.com/onap/multicloud-k8s:latest';
 export const defaultActiveDeadlineSeconds = 7200;
@@ -20,6 +20,11 @@ export const inventoryMountPath = '/etc/kud-inventory';
 export const sshKeyMountPath = '/.ssh';
 
 export interface KudJobOptions {
+  /**
+   * Where the Job and what it mounts live: the functions' own namespace (FUNCTIONS_NAMESPACE,
+   * `bpa-system` as shipped), never the Provisioning's (contract section 12, ADR 0013).
+   */
+  functionsNamespace?: string;
   image?: string;
   activeDeadlineSeconds?: number;
   sshKeySecret?: string;
@@ -73,19 +78,46 @@ function installerEnvOf(settings: Readonly<Record<string, string>> | undefined) 
   return { env: names.map((name) => ({ name, value: settings[name] ?? '' })) };
 }
 
-/** The Job `kud-<cluster>` that installs KUD on the cluster's nodes (contract section 5). */
+/**
+ * The inventory the KUD Job mounts: `<cluster>-inventory` in the functions' namespace, written
+ * by kud-job-launch at launch from the Provisioning's status.nodes (rendered again, never copied
+ * from the tenant's ConfigMap of the same name, which the tenant can edit).
+ */
+export function buildMountedInventoryConfigMap(
+  owner: ProvisioningOwner,
+  cluster: string,
+  hostsIni: string,
+  inventorySha256: string,
+  functionsNamespace: string = defaultFunctionsNamespace,
+): V1ConfigMap {
+  const metadata = functionsObjectMeta(owner, cluster, functionsNamespace, inventoryConfigMapName(cluster));
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      ...metadata,
+      annotations: { ...metadata.annotations, [inventorySha256Annotation]: inventorySha256 },
+    },
+    data: { [inventoryKey]: hostsIni },
+  };
+}
+
+/**
+ * The Job `kud-<cluster>` that installs KUD on the cluster's nodes (contract sections 5 and 12):
+ * in the functions' namespace, tied to its Provisioning by the uid label and the annotations
+ * (an owner reference cannot cross namespaces), mounting that namespace's inventory and the
+ * operator's SSH key Secret. It needs no API token: none is mounted.
+ */
 export function buildKudJob(input: KudJobInput, options: KudJobOptions = {}): V1Job {
   const { owner, cluster } = input;
-  const labels = { [clusterLabel]: cluster, [managedByLabel]: managedByValue };
+  const namespace = options.functionsNamespace ?? defaultFunctionsNamespace;
+  const metadata = functionsObjectMeta(owner, cluster, namespace, kudJobName(cluster));
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {
-      name: kudJobName(cluster),
-      namespace: owner.namespace,
-      labels,
-      annotations: { [inventorySha256Annotation]: input.inventorySha256 },
-      ownerReferences: [provisioningOwnerReference(owner)],
+      ...metadata,
+      annotations: { ...metadata.annotations, [inventorySha256Annotation]: input.inventorySha256 },
     },
     spec: {
       backoffLimit: 0,
@@ -93,6 +125,7 @@ export function buildKudJob(input: KudJobInput, options: KudJobOptions = {}): V1
       template: {
         metadata: { labels: { [clusterLabel]: cluster } },
         spec: {
+          automountServiceAccountToken: false,
           hostNetwork: true,
           restartPolicy: 'Never',
           containers: [

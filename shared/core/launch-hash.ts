@@ -1,8 +1,9 @@
 import { sha256Hex } from './hash.js';
 
 /**
- * Everything that decides what the KUD installer Job does (contract section 5): the inventory,
- * the image, the installer's arguments and the environment it gets. Two launches with the same
+ * Everything that decides what the KUD installer Job does (contract sections 5 and 12): what it
+ * mounts (the inventory text, as written at launch in the functions' namespace, and the SSH key
+ * Secret's name), the image, the installer's arguments and the environment it gets. Two launches with the same
  * inputs would do the same thing, so an existing Job with the same hash is the launch's success;
  * any difference (a new plugin, another subnet, new installer settings) is a new Job.
  */
@@ -19,10 +20,14 @@ export interface LaunchInputs {
    * what the installer does.
    */
   installerSettings?: Readonly<Record<string, string>> | null;
+  /** The SSH key Secret of the functions' namespace the pod mounts (SSH_KEY_SECRET). */
+  sshKeySecret: string;
+  /** The namespace the Job and what it mounts live in (FUNCTIONS_NAMESPACE). */
+  namespace: string;
 }
 
 /** Version of the hashed form: bump it when the fields change, so old Jobs count as different. */
-const launchHashVersion = 1;
+const launchHashVersion = 2;
 
 /** Lower-case hex sha256 of a canonical JSON form of the inputs (key order never matters). */
 export function launchHash(inputs: LaunchInputs): string {
@@ -40,6 +45,8 @@ export function launchHash(inputs: LaunchInputs): string {
           .sort()
           .map((key) => [key, settings[key]])
       : null,
+    sshKeySecret: inputs.sshKeySecret,
+    namespace: inputs.namespace,
   };
   return sha256Hex(JSON.stringify(canonical));
 }

@@ -22,10 +22,13 @@ export const installerSettingsName = 'kud-installer';
 export const kubeconfigSecretName = (cluster: string) => `${cluster}-admin-kubeconfig`;
 export const kubeconfigSecretKey = 'value';
 /**
- * The publisher of that Secret: a short Job on the KUD pod's node, and its ServiceAccount, Role
- * and RoleBinding (which may only read and update that one Secret). One name for all four.
+ * The publisher of that Secret: a short Job in the functions' namespace, on the KUD pod's node,
+ * with no API token (docs/adr/0009-kubeconfig-publisher.md): it prints admin.conf to its log as
+ * one framed line, which kud-job-launch reads and writes into the Secret.
  */
 export const kubeconfigPublisherName = (cluster: string) => `kud-${cluster}-kubeconfig`;
+/** The publisher's one framed line: this prefix, then admin.conf in base64. */
+export const kubeconfigLogPrefix = 'bpa-kubeconfig/v1 ';
 /** Where the publisher sees `/opt/kud/multi-cluster/<cluster>/artifacts` (read-only). */
 export const kubeconfigArtifactsMountPath = '/kud-artifacts';
 

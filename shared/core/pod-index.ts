@@ -6,6 +6,7 @@ import {
   virtletRuntime,
   virtletRuntimeAnnotation,
 } from '../schemas/pod.js';
+import { podConsumerAnnotation } from './host-claim.js';
 import { normaliseMac } from './mac.js';
 
 /** A running Virtlet VM found by its MAC. */
@@ -14,6 +15,10 @@ export interface VirtletVm {
   pod: string;
   /** `status.podIP`, else the first `ips` value of the network status entry; absent when neither. */
   ip?: string;
+  /** Its `bpa.akraino.org/consumer` annotation: the Provisioning that claims it (host-claim.ts). */
+  consumer?: string;
+  /** The pod's resourceVersion: the precondition of a claim. */
+  resourceVersion?: string;
 }
 
 /**
@@ -39,7 +44,11 @@ export function indexVirtletVmsByMac(pods: readonly Pod[]): Map<string, VirtletV
     const known = index.get(mac);
     // A VM with an IP beats one still waiting for it (e.g. a stale pod with the same MAC).
     if (known && (known.ip !== undefined || ip === undefined)) continue;
-    index.set(mac, ip === undefined ? { pod: name } : { pod: name, ip });
+    const vm: VirtletVm = ip === undefined ? { pod: name } : { pod: name, ip };
+    const consumer = annotations[podConsumerAnnotation];
+    if (consumer !== undefined) vm.consumer = consumer;
+    if (pod.metadata.resourceVersion !== undefined) vm.resourceVersion = pod.metadata.resourceVersion;
+    index.set(mac, vm);
   }
   return index;
 }

@@ -60,6 +60,54 @@ function safeJson(text: string): unknown {
   }
 }
 
+/** What the functions write in a tenant's namespace (their `:tenant` ClusterRoles, manifests/tenant). */
+const tenantResources = new Set([
+  'provisionings',
+  'provisionings/status',
+  'softwares/status',
+  'configmaps',
+  'events',
+  'secrets',
+  'jobs',
+  'serviceaccounts',
+  'roles',
+  'rolebindings',
+  'leases',
+]);
+
+/**
+ * RBAC's refusal of a ServiceAccount in another namespace than its own, on what a `:tenant`
+ * ClusterRole grants: the namespace was not onboarded (docs/adr/0013-tenancy.md point 4). The
+ * API server's wording: `User "system:serviceaccount:<ns>:<sa>" cannot <verb> resource "<res>"
+ * [in API group "<g>"] in the namespace "<target>"`.
+ */
+const forbiddenByRbac =
+  /User "system:serviceaccount:([^":]+):[^"]+" cannot \S+ resource "([^"]+)"(?: in API group "[^"]*")? in the namespace "([^"]+)"/;
+
+/** The tenant namespace a 403 says was not onboarded, if it says so. */
+export function notOnboardedNamespace(message: string): string | undefined {
+  const match = forbiddenByRbac.exec(message);
+  if (!match) return undefined;
+  const [, ownNamespace, resource, namespace] = match;
+  if (!resource || !namespace || namespace === ownNamespace || !tenantResources.has(resource))
+    return undefined;
+  return namespace;
+}
+
+/** The command that onboards a namespace (manifests/tenant; docs/deploy.md "Onboarding a namespace"). */
+export const onboardCommand = (namespace: string) => `kubectl apply -n ${namespace} -k manifests/tenant`;
+
+/** The reason of an error that says a namespace was not onboarded: answered 204, nothing retried. */
+export const namespaceNotOnboarded = 'NamespaceNotOnboarded';
+
+/** The namespace of a NamespaceNotOnboarded error, else undefined. */
+export const notOnboardedIn = (error: unknown): string | undefined =>
+  error instanceof BpaError &&
+  error.reason === namespaceNotOnboarded &&
+  typeof error.details?.namespace === 'string'
+    ? error.details.namespace
+    : undefined;
+
 /**
  * Turns a failed API call into a BpaError the function server maps to the right HTTP status:
  * 5xx, 429 and connection failures are transient (503, so the broker retries); anything else is
@@ -80,6 +128,14 @@ export function classifyApiError(error: unknown, action: string): BpaError {
     return transient(
       'KubernetesConflict',
       `Conflicting update while trying to ${action}: ${apiMessage(error)}`,
+    );
+  const notOnboarded = status === 403 ? notOnboardedNamespace(apiMessage(error)) : undefined;
+  if (notOnboarded)
+    return new BpaError(
+      namespaceNotOnboarded,
+      `Namespace ${notOnboarded} is not onboarded: the functions may not write there (${onboardCommand(notOnboarded)}); refused to ${action}`,
+      'internal',
+      { status, namespace: notOnboarded },
     );
   return new BpaError(
     status === 403 ? 'KubernetesForbidden' : 'KubernetesApiError',

@@ -3,8 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { KubeClients } from './clients.js';
 import { callApi, classifyApiError, isConflict, isNotFound, readOrUndefined } from './api-errors.js';
 import { BpaError, transient } from '../errors.js';
-import { ownershipConflict } from '../core/ownership.js';
-import type { ProvisioningOwner } from '../core/owner.js';
+import { ownershipConflict, type Ownership } from '../core/ownership.js';
 
 /** ConfigMaps: read, list by label, and the idempotent upsert the functions write with. */
 
@@ -31,6 +30,11 @@ export async function listConfigMaps(
 }
 
 export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
+/** What the upsert did, and the ConfigMap as stored (its uid goes to status.ownedObjects). */
+export interface UpsertResult {
+  outcome: UpsertOutcome;
+  configMap: V1ConfigMap;
+}
 
 /** The parts of a ConfigMap the functions own; anything else on the stored object is left alone. */
 function ownedPartsDiffer(stored: V1ConfigMap, desired: V1ConfigMap): boolean {
@@ -51,15 +55,15 @@ function ownedPartsDiffer(stored: V1ConfigMap, desired: V1ConfigMap): boolean {
 /**
  * Creates the ConfigMap, or brings an existing one to the desired data/labels/annotations/owner
  * (replace with resourceVersion; a 409 re-reads). Same content already there: unchanged.
- * Never adopts: a stored ConfigMap the functions did not create for this Provisioning
+ * Never adopts: a stored ConfigMap whose uid the owner's status does not record
  * (shared/core/ownership.ts) is left untouched and throws `ObjectConflict` naming it.
  */
 export async function upsertConfigMap(
   clients: KubeClients,
   desired: V1ConfigMap,
-  owner?: ProvisioningOwner,
+  ownership?: Ownership,
   maxAttempts = 5,
-): Promise<UpsertOutcome> {
+): Promise<UpsertResult> {
   const name = desired.metadata?.name ?? '';
   const namespace = desired.metadata?.namespace ?? '';
   const what = `ConfigMap ${namespace}/${name}`;
@@ -69,16 +73,16 @@ export async function upsertConfigMap(
     );
     if (!stored) {
       try {
-        await clients.core.createNamespacedConfigMap({ namespace, body: desired });
-        return 'created';
+        const configMap = await clients.core.createNamespacedConfigMap({ namespace, body: desired });
+        return { outcome: 'created', configMap };
       } catch (error) {
         if (isConflict(error)) continue; // created meanwhile: compare on the next round
         throw classifyApiError(error, `create ${what}`);
       }
     }
-    const conflict = owner && ownershipConflict('ConfigMap', stored, owner);
+    const conflict = ownership && ownershipConflict('ConfigMap', stored, ownership);
     if (conflict) throw new BpaError('ObjectConflict', conflict);
-    if (!ownedPartsDiffer(stored, desired)) return 'unchanged';
+    if (!ownedPartsDiffer(stored, desired)) return { outcome: 'unchanged', configMap: stored };
     const body: V1ConfigMap = {
       ...stored,
       data: desired.data ?? {},
@@ -90,8 +94,8 @@ export async function upsertConfigMap(
       },
     };
     try {
-      await clients.core.replaceNamespacedConfigMap({ name, namespace, body });
-      return 'updated';
+      const configMap = await clients.core.replaceNamespacedConfigMap({ name, namespace, body });
+      return { outcome: 'updated', configMap };
     } catch (error) {
       if (isConflict(error) || isNotFound(error)) continue;
       throw classifyApiError(error, `update ${what}`);

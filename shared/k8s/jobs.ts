@@ -1,6 +1,6 @@
-import type { V1Job } from '@kubernetes/client-node';
+import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import type { KubeClients } from './clients.js';
-import { classifyApiError, isConflict, isNotFound, readOrUndefined } from './api-errors.js';
+import { callApi, classifyApiError, isConflict, isNotFound, readOrUndefined } from './api-errors.js';
 import { transient } from '../errors.js';
 
 /** Jobs: read, create (or get the one already there), delete exactly one; where one stands. */
@@ -73,4 +73,70 @@ export async function deleteJob(clients: KubeClients, job: V1Job): Promise<void>
     if (isNotFound(error) || isConflict(error)) return; // already gone, or already replaced
     throw classifyApiError(error, `delete Job ${namespace}/${name}`);
   }
+}
+
+/** The label the Job controller puts on a Job's pods: the Job's own uid. */
+export const controllerUidLabel = 'batch.kubernetes.io/controller-uid';
+
+/**
+ * The pods of exactly this Job: selected by the Job's controller uid, and controlled (owner
+ * reference) by that uid. Never by `job-name`, a label any pod can carry (contract section 13).
+ */
+export async function podsOfJob(clients: KubeClients, job: V1Job): Promise<V1Pod[]> {
+  const namespace = job.metadata?.namespace ?? '';
+  const uid = job.metadata?.uid;
+  if (!uid) return [];
+  const list = await callApi(`list the pods of Job ${namespace}/${job.metadata?.name}`, () =>
+    clients.core.listNamespacedPod({ namespace, labelSelector: `${controllerUidLabel}=${uid}` }),
+  );
+  return list.items.filter((pod) =>
+    (pod.metadata?.ownerReferences ?? []).some((ref) => ref.controller === true && ref.uid === uid),
+  );
+}
+
+/**
+ * The last lines of a pod's log (its first container), at most `maxBytes` of them; undefined when
+ * the log cannot be read (the pod is gone, or its node does not serve logs).
+ */
+export async function podLogTail(
+  clients: KubeClients,
+  pod: V1Pod,
+  options: { tailLines?: number; maxBytes: number },
+): Promise<string | undefined> {
+  const name = pod.metadata?.name;
+  const namespace = pod.metadata?.namespace;
+  if (!name || !namespace) return undefined;
+  try {
+    const text = await clients.core.readNamespacedPodLog({
+      name,
+      namespace,
+      tailLines: options.tailLines ?? 20,
+      limitBytes: options.maxBytes * 4,
+    });
+    return lastBytes(String(text), options.maxBytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The end of `text` in at most `maxBytes` of UTF-8, cut at a line start when one is in reach. */
+export function lastBytes(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return text;
+  let tail = bytes
+    .subarray(bytes.length - maxBytes)
+    .toString('utf8')
+    .replace(/^\uFFFD+/, '');
+  const newline = tail.indexOf('\n');
+  if (newline >= 0 && newline < tail.length - 1) tail = tail.slice(newline + 1);
+  return tail;
+}
+
+/** A pod's whole log (its first container), at most `limitBytes`: the publisher's output. */
+export async function podLog(clients: KubeClients, pod: V1Pod, limitBytes: number): Promise<string> {
+  const name = pod.metadata?.name ?? '';
+  const namespace = pod.metadata?.namespace ?? '';
+  return callApi(`read the log of pod ${namespace}/${name}`, async () =>
+    String(await clients.core.readNamespacedPodLog({ name, namespace, limitBytes })),
+  );
 }

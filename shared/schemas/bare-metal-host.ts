@@ -12,10 +12,31 @@ export const nicSchema = z.object({
 });
 export type Nic = z.infer<typeof nicSchema>;
 
+/**
+ * Metal3's `spec.consumerRef` (a core ObjectReference): who uses the host. Not empty means
+ * "in use" (Cluster API's Metal3Machine, or a Provisioning: shared/core/host-claim.ts). Only the
+ * fields a claim reads; Metal3's schema also keeps fieldPath and resourceVersion.
+ */
+export const consumerRefSchema = z.object({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  namespace: z.string().optional(),
+  name: z.string().optional(),
+  uid: z.string().optional(),
+});
+export type ConsumerRef = z.infer<typeof consumerRefSchema>;
+
 export const bareMetalHostSchema = z.object({
   kind: z.literal('BareMetalHost').optional(),
-  metadata: z.object({ name: z.string().min(1, 'must not be empty'), namespace: z.string().optional() }),
-  spec: z.object({ bootMACAddress: z.string().nullish() }).nullish(),
+  metadata: z.object({
+    name: z.string().min(1, 'must not be empty'),
+    namespace: z.string().optional(),
+    /** The precondition of a claim (shared/k8s/host-claims.ts). */
+    resourceVersion: z.string().optional(),
+  }),
+  spec: z
+    .object({ bootMACAddress: z.string().nullish(), consumerRef: consumerRefSchema.nullish() })
+    .nullish(),
   status: z.object({ hardware: z.object({ nics: z.array(nicSchema).nullish() }).nullish() }).nullish(),
 });
 export type BareMetalHost = z.infer<typeof bareMetalHostSchema>;

@@ -15,6 +15,8 @@ export const podSchema = z.object({
   metadata: z.object({
     name: z.string().min(1, 'must not be empty'),
     namespace: z.string().optional(),
+    /** The precondition of a claim (shared/k8s/host-claims.ts). */
+    resourceVersion: z.string().optional(),
     annotations: z.record(z.string(), z.string()).nullish(),
   }),
   status: z.object({ phase: z.string().optional(), podIP: z.string().nullish() }).nullish(),

@@ -100,11 +100,50 @@ export const provisioningSpecSchema = z
   .loose();
 export type ProvisioningSpec = z.infer<typeof provisioningSpecSchema>;
 
+/**
+ * An object the functions created for a Provisioning, by uid (contract section 12, ADR 0013): only
+ * an object whose uid is recorded here counts as the functions' own; labels and owner references
+ * can be forged by anyone who may create that kind.
+ */
+export const ownedObjectSchema = z.object({
+  kind: z.string().min(1),
+  namespace: z.string().min(1),
+  name: z.string().min(1),
+  uid: z.string().min(1),
+});
+export type OwnedObject = z.infer<typeof ownedObjectSchema>;
+
+/** Bound on the failed pod's last log lines kept in status.job.logTail (bytes of UTF-8). */
+export const jobLogTailMaxBytes = 2048;
+
+/**
+ * status.job: the KUD Job's pod as the functions read it in their own namespace, where tenants
+ * cannot read pods (contract sections 10 and 12): its name, phase, why it waits, the time left,
+ * the node it ran on, and a failed pod's last log lines.
+ */
+export const jobStatusSchema = z
+  .object({
+    name: z.string(),
+    namespace: z.string().optional(),
+    pod: z.string().optional(),
+    phase: z.string().optional(),
+    waitingReason: z.string().optional(),
+    waitingMessage: z.string().optional(),
+    deadline: z.string().optional(),
+    secondsLeft: z.number().optional(),
+    nodeName: z.string().optional(),
+    logTail: z.string().optional(),
+  })
+  .loose();
+export type JobStatus = z.infer<typeof jobStatusSchema>;
+
 export const provisioningStatusSchema = z
   .object({
     conditions: z.array(conditionSchema).optional(),
     nodes: z.array(resolvedNodeSchema).optional(),
     jobName: z.string().optional(),
+    job: jobStatusSchema.optional(),
+    ownedObjects: z.array(ownedObjectSchema).optional(),
   })
   .loose();
 export type ProvisioningStatus = z.infer<typeof provisioningStatusSchema>;

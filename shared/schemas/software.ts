@@ -5,13 +5,20 @@ import { hostResultSchema } from '../events/types.js';
 
 export const softwareKind = 'Software';
 
-/** Package names and versions are passed to apt-get as words: nothing a shell could read twice. */
-export const packageNamePattern = /^[a-z0-9][a-z0-9+.-]*$/;
-export const packageVersionPattern = /^[A-Za-z0-9.+~:-]+$/;
+/**
+ * Package names and versions are passed to apt-get as words: nothing a shell could read twice, and
+ * no word ending in `-`, which apt-get reads as "remove" (`openssh-server-` would remove sshd).
+ * The CRD (manifests/crds/software.yaml) carries the same name pattern.
+ */
+export const packageNamePattern = /^[a-z0-9](?:[a-z0-9+.-]*[a-z0-9+.])?$/;
+export const packageVersionPattern = /^[A-Za-z0-9.+~:-]*[A-Za-z0-9.+~:]$/;
 
 const packageNameSchema = z
   .string()
-  .regex(packageNamePattern, 'must be a Debian package name (lower-case letters, digits, "+", "-", ".")');
+  .regex(
+    packageNamePattern,
+    'must be a Debian package name (lower-case letters, digits, "+", "-", "."), not ending in "-" (apt\'s "remove")',
+  );
 
 /** `htop` or `{htop: {version: 2.2.0-1}}`. */
 export const softwareItemSchema = z.union([
@@ -24,7 +31,7 @@ export const softwareItemSchema = z.union([
           .string()
           .regex(
             packageVersionPattern,
-            'must be a package version (letters, digits, ".", "+", "~", ":", "-")',
+            'must be a package version (letters, digits, ".", "+", "~", ":", "-"), not ending in "-"',
           ),
       }),
     )

@@ -5,6 +5,7 @@ import type { InvocationOutcome } from '../telemetry/metrics.js';
 import type { RequestSpan } from '../telemetry/tracing.js';
 import type { HandlerResult } from './types.js';
 import { encodeHttpEvent } from '../cloudevents/message.js';
+import { notOnboardedIn, onboardCommand } from '../k8s/api-errors.js';
 
 /** The HTTP answer to one invocation. */
 export interface InvocationAnswer {
@@ -33,6 +34,17 @@ export async function invoke(
     result = await run();
   } catch (error) {
     const { span, log } = trace; // read after the handler: it may have continued another trace
+    // A resource in a namespace that was not onboarded: the API refused the first write, nothing
+    // was written. One warn line naming the command; no error answer, so no retry loop.
+    const namespace = notOnboardedIn(error);
+    if (namespace !== undefined) {
+      log.warn('namespace not onboarded', {
+        namespace,
+        command: onboardCommand(namespace),
+        ...describeError(error),
+      });
+      return { status: 204, outcome: 'ok' };
+    }
     const status = eventStatusFor(error);
     const described = describeError(error);
     span?.fail(described.message);

@@ -121,6 +121,8 @@ describe('the lease file', () => {
   let dir: string;
   let leasePath: string;
   const mac = 'aa:bb:cc:07:00:01';
+  /** The lease-cache test's host: unreadable holds lease-host (one owner per host). */
+  const movingMac = 'aa:bb:cc:07:00:03';
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bpa-reasons-leases-'));
@@ -130,6 +132,11 @@ describe('the lease file', () => {
       name: 'lease-host',
       namespace: cluster.namespace,
       bootMac: mac,
+    });
+    await createBareMetalHost(cluster.kubeConfig, {
+      name: 'moving-host',
+      namespace: cluster.namespace,
+      bootMac: movingMac,
     });
     harness = new ChainHarness(cluster.kubeConfig, {
       BMH_NAMESPACE: cluster.namespace,
@@ -181,14 +188,14 @@ describe('the lease file', () => {
   });
 
   it('the lease cache: a lease file rewritten while host-lookup runs is read anew on the next event', async () => {
-    await writeFile(leasePath, leaseBlock('127.0.0.31', mac));
+    await writeFile(leasePath, leaseBlock('127.0.0.31', movingMac));
     const created = await createProvisioning(
       cluster.kubeConfig,
       provisioningObject({
         name: 'moving',
         namespace: cluster.namespace,
         cluster: 'moving',
-        masters: [{ label: 'm', mac }],
+        masters: [{ label: 'm', mac: movingMac }],
       }),
     );
     expect((await resolve('moving')).status).toBe(200);
@@ -211,19 +218,20 @@ describe('the lease file', () => {
     };
     const rewrites: [string, () => Promise<void>][] = [
       // In place, same size, right after the last read: same length, maybe the same mtime tick.
-      ['in place, same size', () => writeFile(leasePath, leaseBlock('127.0.0.32', mac))],
+      ['in place, same size', () => writeFile(leasePath, leaseBlock('127.0.0.32', movingMac))],
       // As dhcpd does it: a new file renamed over the old one.
       [
         'renamed over',
         async () => {
-          await writeFile(`${leasePath}~`, leaseBlock('127.0.0.33', mac));
+          await writeFile(`${leasePath}~`, leaseBlock('127.0.0.33', movingMac));
           await rename(`${leasePath}~`, leasePath);
         },
       ],
       // A new lease appended for the same MAC (the last one decides).
       [
         'appended',
-        async () => writeFile(leasePath, leaseBlock('127.0.0.33', mac) + leaseBlock('127.0.0.134', mac)),
+        async () =>
+          writeFile(leasePath, leaseBlock('127.0.0.33', movingMac) + leaseBlock('127.0.0.134', movingMac)),
       ],
     ];
     const seen: string[] = [];

@@ -7,10 +7,13 @@
  * - namespace boundary: a Software only uses the SSH key Secret of its own namespace and only
  *   the cluster ConfigMap of its own namespace, so a Software in namespace A can neither use
  *   B's key nor reach B's hosts;
- * - the KUD Job mounts the key Secret by reference and carries no key material in its spec.
+ * - the KUD Job (in the functions' namespace, docs/adr/0013-tenancy.md) mounts the operator's key
+ *   Secret of that namespace by reference and carries no key material in its spec; nothing of the
+ *   functions' namespace (its Jobs, the mounted inventory ConfigMap, its Events) holds the
+ *   tenant's key either.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { describeOnNode } from '../support/node.js';
+import { createKudSshKeySecret, describeOnNode } from '../support/node.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +54,8 @@ describeOnNode('security claims', () => {
   let chain: FaultyChain;
   let dir: string;
   let otherNamespace: string;
+  /** Where the KUD Job runs and what it mounts lives (FUNCTIONS_NAMESPACE), with the operator's key. */
+  let functionsNamespace: string;
   const logLines: string[] = [];
 
   beforeAll(async () => {
@@ -58,9 +63,14 @@ describeOnNode('security claims', () => {
     dir = await mkdtemp(join(tmpdir(), 'bpa-security-'));
     const { knownHostsPath } = await prepareNamespace(cluster.kubeConfig, cluster.namespace, lab, dir);
     await createClusterHosts(cluster.kubeConfig, cluster.namespace, lab, 0, 2);
+    functionsNamespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('bpa-functions'));
+    await createKudSshKeySecret(cluster.kubeConfig, functionsNamespace);
     chain = new FaultyChain({
       kubeConfig: cluster.kubeConfig,
-      env: labChainEnv(cluster.namespace, lab, knownHostsPath),
+      env: {
+        ...labChainEnv(cluster.namespace, lab, knownHostsPath),
+        FUNCTIONS_NAMESPACE: functionsNamespace,
+      },
       log: createLogger({ level: 'debug', sink: (line) => logLines.push(line) }),
     });
     await chain.start();
@@ -71,6 +81,7 @@ describeOnNode('security claims', () => {
     await chain?.stop();
     await lab?.stopAll();
     if (otherNamespace) await deleteNamespace(cluster.kubeConfig, otherNamespace);
+    if (functionsNamespace) await deleteNamespace(cluster.kubeConfig, functionsNamespace);
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -94,7 +105,7 @@ describeOnNode('security claims', () => {
       exitCode: 100,
       stderr: 'E: Unable to locate package jq',
     });
-    await chain.finishJob(namespace, 'kud-sec');
+    await chain.finishJob(functionsNamespace, 'kud-sec');
     expect(isTrue(await conditionsOf(cluster.kubeConfig, 'provisionings', namespace, 'sec'), 'Ready')).toBe(
       true,
     );
@@ -115,7 +126,13 @@ describeOnNode('security claims', () => {
       ),
       Events: JSON.stringify(await core.listNamespacedEvent({ namespace })),
       ConfigMaps: JSON.stringify(await core.listNamespacedConfigMap({ namespace })),
-      Job: JSON.stringify(await batch.listNamespacedJob({ namespace })),
+      Job: JSON.stringify(await batch.listNamespacedJob({ namespace: functionsNamespace })),
+      "the functions' namespace's ConfigMaps": JSON.stringify(
+        await core.listNamespacedConfigMap({ namespace: functionsNamespace }),
+      ),
+      "the functions' namespace's Events": JSON.stringify(
+        await core.listNamespacedEvent({ namespace: functionsNamespace }),
+      ),
       'chain events': JSON.stringify(chain.harness.deliveries.map((d) => [d.event, d.reply, d.body])),
       'function logs': logLines.join('\n'),
     };
@@ -147,8 +164,8 @@ describeOnNode('security claims', () => {
       `key material searched in ${Object.keys(places).join(', ')} (${logLines.length} log lines): ${leaks.length === 0 ? 'none found' : leaks.join('; ')}`,
     );
     expect(leaks).toEqual([]);
-    // The Job refers to the Secret by name only.
-    const job = await batch.readNamespacedJob({ name: 'kud-sec', namespace });
+    // The Job refers to the operator's Secret of its own namespace by name only.
+    const job = await batch.readNamespacedJob({ name: 'kud-sec', namespace: functionsNamespace });
     expect(job.spec?.template.spec?.volumes?.some((v) => v.secret?.secretName === 'ssh-key-secret')).toBe(
       true,
     );

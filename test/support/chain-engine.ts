@@ -33,7 +33,12 @@ import {
   type V1Job,
 } from '@kubernetes/client-node';
 import { z } from 'zod';
-import { createNamespace, uniqueNamespaceName, waitFor } from '../../local/control-plane/index.js';
+import {
+  createNamespace,
+  onboardNamespace,
+  uniqueNamespaceName,
+  waitFor,
+} from '../../local/control-plane/index.js';
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
 import { startKnativeStack } from '../../local/knative/stack.js';
@@ -76,8 +81,22 @@ export function describeOnEngines(name: string, body: (engine: ChainEngineName) 
 export interface ChainSetup {
   cluster: StackCluster;
   kubeConfig: KubeConfig;
-  /** The suite's namespace, made on its cluster. */
+  /**
+   * The suite's tenant namespace, made on its cluster with Pod Security `restricted` enforced
+   * (issue 23 item 1): nothing privileged runs in it.
+   */
   namespace: string;
+  /**
+   * The functions' namespace (`bpa-system`, FUNCTIONS_NAMESPACE of both engines): the KUD,
+   * cleanup and publisher Jobs run there and mount the operator's SSH key Secret of it
+   * (docs/adr/0013-tenancy.md); made before `prepare` so a suite can write that Secret.
+   */
+  functionsNamespace: string;
+  /**
+   * A namespace of the suite for what a tenant may not run (the recorders' pods meet no Pod
+   * Security level): the Triggers reach them by pod IP, so it is no tenant's.
+   */
+  observerNamespace: string;
   /** A temporary directory of the suite (lease files), removed after it. */
   workDir: string;
 }
@@ -127,6 +146,8 @@ export interface ChainEngine {
   readonly cluster: StackCluster;
   readonly kubeConfig: KubeConfig;
   readonly namespace: string;
+  readonly functionsNamespace: string;
+  readonly observerNamespace: string;
   readonly workDir: string;
   /** The manifests' Broker's ingress as this process reaches it (`bpa send`'s target). */
   readonly ingressUrl: string;
@@ -138,7 +159,7 @@ export interface ChainEngine {
   deadLetters(): Promise<DeadLetter[]>;
   /** Ends kud-waits' installer of `clusterName` with `exitCode` (its release file on the node). */
   releaseKudJob(clusterName: string, exitCode: 0 | 1): Promise<void>;
-  /** The Jobs of the suite's namespace labelled for cluster `clusterName` (the KUD Jobs). */
+  /** The Jobs of the functions' namespace labelled for cluster `clusterName` (the KUD Jobs). */
   jobsOf(clusterName: string): Promise<V1Job[]>;
   /** Waits until Provisioning `name` has condition `type` at `status` for its current generation. */
   waitForCondition(
@@ -229,9 +250,30 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
       fallBack: false,
       extraImageMaps: [join(repoRoot(), 'test/fixtures/node/images.yaml')],
     });
-    const namespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName(options.namespacePrefix));
+    const namespace = await createNamespace(
+      cluster.kubeConfig,
+      uniqueNamespaceName(options.namespacePrefix),
+      {
+        'pod-security.kubernetes.io/enforce': 'restricted',
+      },
+    );
+    const functionsNamespace = await createNamespace(cluster.kubeConfig, stackNamespace);
+    const observerNamespace = await createNamespace(
+      cluster.kubeConfig,
+      uniqueNamespaceName(`${options.namespacePrefix}-observers`),
+    );
+    // The functions act as their ServiceAccounts on both engines: they write only in onboarded
+    // namespaces (manifests/tenant, to the ServiceAccounts in bpa-system).
+    await onboardNamespace(cluster.kubeConfig, namespace, { functionsNamespace: stackNamespace });
     const workDir = await mkdtemp(join(tmpdir(), `bpa-chain-${engine}-`));
-    const setup: ChainSetup = { cluster, kubeConfig: cluster.kubeConfig, namespace, workDir };
+    const setup: ChainSetup = {
+      cluster,
+      kubeConfig: cluster.kubeConfig,
+      namespace,
+      functionsNamespace,
+      observerNamespace,
+      workDir,
+    };
     const logFile = join(workDir, 'stack.log');
     state = { setup, ingressUrl: '', deadLetters: [], logFile };
     await options.prepare?.(setup);
@@ -309,6 +351,12 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
     get namespace() {
       return ready().setup.namespace;
     },
+    get functionsNamespace() {
+      return ready().setup.functionsNamespace;
+    },
+    get observerNamespace() {
+      return ready().setup.observerNamespace;
+    },
     get workDir() {
       return ready().setup.workDir;
     },
@@ -331,20 +379,27 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
       const current = ready();
       const node = current.setup.cluster.node;
       if (!node) throw new Error('the suite’s cluster has no node');
+      // The KUD Job's pod runs in the functions' namespace (and mounts no token: the waits
+      // image then takes a release of any namespace directory; this one names where it runs).
       const dir = join(
         node.workDir,
         'host-paths',
         kudMultiClusterPath,
         '.test-release',
-        current.setup.namespace,
+        current.setup.functionsNamespace,
       );
       await mkdir(dir, { recursive: true });
       await writeFile(join(dir, clusterName), `${exitCode}\n`);
     },
     async jobsOf(clusterName) {
-      const { kubeConfig, namespace } = ready().setup;
+      const { kubeConfig, functionsNamespace } = ready().setup;
       const batch = kubeConfig.makeApiClient(BatchV1Api);
-      return (await batch.listNamespacedJob({ namespace, labelSelector: `cluster=${clusterName}` })).items;
+      return (
+        await batch.listNamespacedJob({
+          namespace: functionsNamespace,
+          labelSelector: `cluster=${clusterName}`,
+        })
+      ).items;
     },
     waitForCondition(name, type, status, timeoutMs) {
       const { kubeConfig, namespace } = ready().setup;

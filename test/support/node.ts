@@ -172,18 +172,25 @@ export interface NodeLabStackOptions {
  */
 export async function startNodeLabStack(
   options: NodeLabStackOptions,
-): Promise<{ namespace: string; stack: Stack }> {
+): Promise<{ namespace: string; functionsNamespace: string; stack: Stack }> {
   const { cluster, hosts, dir } = options;
   const leases = join(dir, 'dhcpd.leases');
   await writeFile(leases, renderIscLeaseFile([...hosts]));
   const namespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName(options.namespacePrefix));
   await applyLabBareMetalHosts(cluster.kubeConfig, [...hosts], namespace);
-  await applyObject(KubernetesObjectApi.makeApiClient(cluster.kubeConfig), {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: defaultSshKeySecret, namespace },
-    stringData: { id_rsa: options.sshKey.privateKey, 'id_rsa.pub': options.sshKey.publicKey },
-  } as KubernetesObject);
+  // The KUD Job runs in the functions' namespace and mounts the operator's key there (contract
+  // section 12); software-install reads the Software's namespace's own copy.
+  const functionsNamespace = await createNamespace(
+    cluster.kubeConfig,
+    uniqueNamespaceName(`${options.namespacePrefix}-fns`),
+  );
+  for (const at of [namespace, functionsNamespace])
+    await applyObject(KubernetesObjectApi.makeApiClient(cluster.kubeConfig), {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: defaultSshKeySecret, namespace: at },
+      stringData: { id_rsa: options.sshKey.privateKey, 'id_rsa.pub': options.sshKey.publicKey },
+    } as KubernetesObject);
   const stack = await startStack({
     kubeconfig: cluster.kubeconfigPath,
     port: await freeLoopbackPort(),
@@ -193,8 +200,9 @@ export async function startNodeLabStack(
       LEASES_SOURCE: leases,
       BMH_NAMESPACE: namespace,
       SWEEP_NAMESPACES: namespace,
+      FUNCTIONS_NAMESPACE: functionsNamespace,
       ...options.functionsEnv,
     },
   });
-  return { namespace, stack };
+  return { namespace, functionsNamespace, stack };
 }

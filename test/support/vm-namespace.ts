@@ -10,7 +10,7 @@ import { createObjects } from './knative-objects.js';
 
 /**
  * docs/deploy.md's vm-namespace.yaml (namespace-less: createObjects places it): host-lookup may
- * list the pods of the VM namespace. On both engines of the chain suites the function runs as
+ * list the pods of the VM namespace and claim one (get, patch); kud-job-launch may release it. On both engines of the chain suites the function runs as
  * its ServiceAccount, and without this pair every virtlet-vm lookup is refused with 403.
  */
 export const vmNamespaceRbac: KubernetesObject[] = [
@@ -18,7 +18,7 @@ export const vmNamespaceRbac: KubernetesObject[] = [
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
     metadata: { name: 'bpa-functions:host-lookup-vms' },
-    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
+    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list', 'get', 'patch'] }],
   } as KubernetesObject,
   {
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -26,6 +26,24 @@ export const vmNamespaceRbac: KubernetesObject[] = [
     metadata: { name: 'bpa-functions:host-lookup-vms' },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'bpa-functions:host-lookup-vms' },
     subjects: [{ kind: 'ServiceAccount', name: 'host-lookup', namespace: 'bpa-system' }],
+  } as KubernetesObject,
+  // kud-job-launch releases a deleted Provisioning's VM pods (host claims, ADR 0013 point 3).
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'bpa-functions:kud-job-launch-vms' },
+    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }],
+  } as KubernetesObject,
+  {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'bpa-functions:kud-job-launch-vms' },
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'bpa-functions:kud-job-launch-vms',
+    },
+    subjects: [{ kind: 'ServiceAccount', name: 'kud-job-launch', namespace: 'bpa-system' }],
   } as KubernetesObject,
 ];
 
@@ -64,7 +82,15 @@ export async function createVmPod(
         // Never scheduled: the node would otherwise take the pod and write its status.
         schedulerName: 'virtlet-test-no-scheduler',
         automountServiceAccountToken: false,
-        containers: [{ name: 'vm', image: 'virtlet.cloud/cirros' }],
+        // Pod Security restricted: the chain suites' VM namespace is a tenant's, enforced so.
+        securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [
+          {
+            name: 'vm',
+            image: 'virtlet.cloud/cirros',
+            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          },
+        ],
       },
     },
   });

@@ -27,6 +27,8 @@ export const softwareLabel = 'bpa.akraino.org/software';
 export const softwareGenerationLabel = 'bpa.akraino.org/software-generation';
 export const componentLabel = 'app.kubernetes.io/component';
 export const installJobComponent = 'software-install-job';
+/** The functions' image's USER (Containerfile): a numeric non-root uid for Pod Security `restricted`. */
+export const installJobUid = 65532;
 
 export interface SoftwareOwner {
   namespace: string;
@@ -113,7 +115,8 @@ export function installerRole(software: SoftwareOwner, sshKeySecret: string): V1
       // The cluster's node ConfigMap is found by label.
       { apiGroups: [''], resources: ['configmaps'], verbs: ['list'] },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get'], resourceNames: [sshKeySecret] },
-      // One apt at a time per host (create cannot be limited by name).
+      // One apt at a time per host: the host Leases bpa-apt-<ip> of this namespace (host-lease.ts;
+      // a Role, so never a Lease of another namespace; create cannot be limited by name).
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
       // shared/k8s/events.ts: create, then a patch of count/lastTimestamp for a repeat.
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
@@ -150,6 +153,17 @@ export function installJob(input: InstallJobInput): V1Job {
         spec: {
           serviceAccountName: installerServiceAccountName(software.name),
           restartPolicy: 'Never',
+          // Pod Security `restricted` (contract section 12): a tenant namespace may enforce it.
+          // 65532 is the image's own USER (Containerfile), numeric so that the kubelet can check
+          // runAsNonRoot without reading the image.
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: installJobUid,
+            runAsGroup: installJobUid,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          // The root file system is read-only; node and ssh2 write nothing but temporary files.
+          volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
           containers: [
             {
               name: 'install',
@@ -169,9 +183,13 @@ export function installJob(input: InstallJobInput): V1Job {
               securityContext: {
                 allowPrivilegeEscalation: false,
                 runAsNonRoot: true,
+                runAsUser: installJobUid,
+                runAsGroup: installJobUid,
                 readOnlyRootFilesystem: true,
                 capabilities: { drop: ['ALL'] },
+                seccompProfile: { type: 'RuntimeDefault' },
               },
+              volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
             },
           ],
         },

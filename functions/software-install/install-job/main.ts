@@ -41,12 +41,17 @@ try {
     );
     process.exit(2);
   }
+  // SIGTERM (the Job deleted with its Software, a node drained): stop polling and exit; the
+  // installs run on, detached on their hosts (ssh/detached.ts). Never a signal to apt.
+  const stopping = new AbortController();
+  process.once('SIGTERM', () => stopping.abort('SIGTERM'));
   const outcome = await runInstallJob(
     {
       kubeConfig: loadDefaultKubeConfig(),
       config: softwareInstallConfigSchema.parse(process.env),
       log,
       instance: process.env.HOSTNAME ?? hostname(),
+      signal: stopping.signal,
     },
     args.data,
   );

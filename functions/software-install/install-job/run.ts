@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
-import { BpaError } from '../../../shared/errors.js';
+import { BpaError, transient } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/log.js';
 import { describeIssues } from '../../../shared/schemas/issues.js';
 import { softwareSchema, type Software } from '../../../shared/schemas/software.js';
@@ -47,6 +47,10 @@ export interface InstallJobContext {
   log: Logger;
   /** This installer in Lease holder names: the Job's pod name. */
   instance: string;
+  /** Fires when the pod is asked to stop (SIGTERM): the polling ends, the installs run on. */
+  signal?: AbortSignal;
+  /** How often the Job checks that its Software still exists while it polls. Default 5 s. */
+  softwareCheckMs?: number;
 }
 
 export type InstallJobOutcome =
@@ -119,7 +123,14 @@ export async function runInstallJob(
   }));
   let plans;
   try {
-    plans = planInstall(targets, context.config.SSH_USER, context.config.APT_LOCK_TIMEOUT_SECONDS);
+    plans = planInstall(
+      targets,
+      context.config.SSH_USER,
+      context.config.APT_LOCK_TIMEOUT_SECONDS,
+      // One install per Software generation and host: the Job's next pod, or another Job of the
+      // same generation, attaches to the apt still running instead of starting another.
+      `${args.namespace}/${args.name}/${live.metadata.uid ?? ''}@${args.generation}`,
+    );
   } catch (error) {
     if (!(error instanceof BpaError)) throw error;
     return fail(error.reason, error.message);
@@ -138,6 +149,21 @@ export async function runInstallJob(
   });
   log.info('installing', { cluster, hosts: plans.length, nodes: nodes.length });
   const delay = context.config.INSTALL_RETRY_DELAY_SECONDS * 1000;
+  // Polling ends (the installs run on, detached on their hosts) when the Software is deleted or
+  // the pod is asked to stop; nothing here ever signals apt or dpkg.
+  const stop = new AbortController();
+  const onStop = () => stop.abort('the install Job is stopping');
+  if (context.signal?.aborted) onStop();
+  context.signal?.addEventListener('abort', onStop, { once: true });
+  const watch = setInterval(() => {
+    void getCustomObject(clients, softwareTarget(args.namespace, args.name)).then(
+      (now) => {
+        if (!now || now.metadata.uid !== live.metadata.uid) stop.abort('the Software was deleted');
+      },
+      () => undefined, // the API is briefly away: check again at the next tick
+    );
+  }, context.softwareCheckMs ?? 5000);
+  watch.unref();
   const results = await runRetriedInstall({
     hosts: plans,
     port: context.config.SSH_PORT,
@@ -150,6 +176,8 @@ export async function runInstallJob(
     logger: log,
     lock: leases,
     retry: { attempts: context.config.INSTALL_ATTEMPTS, baseDelayMs: delay, maxDelayMs: delay * 16 },
+    pollIntervalMs: context.config.INSTALL_POLL_SECONDS * 1000,
+    signal: stop.signal,
     onRetry: (host, attempt, result, delayMs) =>
       void recordEvent(
         clients,
@@ -162,8 +190,28 @@ export async function runInstallJob(
         },
         log,
       ),
+  }).finally(() => {
+    clearInterval(watch);
+    context.signal?.removeEventListener('abort', onStop);
   });
-
+  if (stop.signal.aborted) {
+    const left = results
+      .filter((r) => r.error?.reason === 'PollingStopped')
+      .map((r) => `${r.node} (${r.ip})`);
+    const now = await getCustomObject(clients, softwareTarget(args.namespace, args.name));
+    if (!now || now.metadata.uid !== live.metadata.uid) {
+      // Deleting a Software uninstalls nothing (contract section 11), and stops nothing either.
+      log.info('the Software was deleted; stopped polling, the installs run on to their end', {
+        hosts: left,
+      });
+      return { kind: 'gone' };
+    }
+    // The pod is stopping and its Software stays: the Job's next pod attaches to the same installs.
+    throw transient(
+      'InstallJobStopped',
+      `The install Job's pod was stopped while installing on ${left.join(', ') || 'no host'}; the installs run on, and the Job's next pod polls them`,
+    );
+  }
   const fingerprints = hostKeys.mode === 'trust-on-first-use' ? (hostKeys.fingerprints ?? {}) : {};
   const byHost = new Map(targets.map((t) => [`${t.node}\u0000${t.ip}`, t]));
   const hosts = results.map((result) => {

@@ -21,10 +21,18 @@ import { BpaError, invalid } from '../../../shared/errors.js';
  *   a package name); the name regex also forbids a leading `-`, so both guards hold.
  */
 
-/** Debian package names (contract section 2). */
-export const packageNamePattern = /^[a-z0-9][a-z0-9+.-]*$/;
-/** Debian versions, epoch and tilde included (contract section 2). */
-export const packageVersionPattern = /^[A-Za-z0-9.+~:-]+$/;
+/**
+ * Debian package names (contract section 2), never ending in `-`: apt-get reads a trailing `-` on
+ * a word it finds no package for as "remove" (`apt-get install openssh-server-` removes sshd), a
+ * trailing `+` as "install" (harmless, and real names such as `g++` end so). Contract section 12.
+ */
+export const packageNamePattern = /^[a-z0-9](?:[a-z0-9+.-]*[a-z0-9+.])?$/;
+/**
+ * Debian versions, epoch and tilde included (contract section 2); not ending in `-` either: apt
+ * reads the modifier off the end of the whole word, so `curl=7.88-` is "remove curl 7.88" (and no
+ * Debian version ends in `-`: a revision follows the last hyphen).
+ */
+export const packageVersionPattern = /^[A-Za-z0-9.+~:-]*[A-Za-z0-9.+~:]$/;
 /** Longest name or version accepted: real ones are far shorter; this bounds the command size. */
 export const maxPackageWordLength = 256;
 
@@ -51,7 +59,9 @@ function checkWord(word: string, pattern: RegExp, what: 'name' | 'version'): voi
     const rule =
       word.length > maxPackageWordLength
         ? `at most ${maxPackageWordLength} characters`
-        : `must match ${pattern.source}`;
+        : word.endsWith('-')
+          ? `must not end with "-" (apt-get reads a trailing "-" as "remove this package")`
+          : `must match ${pattern.source}`;
     throw invalid(reason, `Invalid package ${what} ${show(word)}: ${rule}`, { [what]: word });
   }
 }

@@ -3,16 +3,18 @@ import { silentLogger } from '../../../shared/log.js';
 import { describeError } from '../../../shared/errors.js';
 import { defaultConcurrency, runWithConcurrency } from './fanout.js';
 import {
-  policyForHost,
+  installOneHost,
   type HostInstallResult,
   type InstallRunOptions,
   type PlannedHostInstall,
 } from './install.js';
-import { runSshCommand, type SshCommandResult, type SshErrorReason } from './session.js';
+import type { SshCommandResult, SshErrorReason } from './session.js';
 
 /**
  * One host's install as the install Job runs it (contract section 11): hold the host's Lease (one
- * apt at a time per host), run the command, release; a failure that another attempt can fix is
+ * apt at a time per host), run the install detached on the host and poll it to its end
+ * (ssh/detached.ts), release; a timeout leaves apt running and the next attempt attaches to it
+ * (never a second apt); a failure that another attempt can fix is
  * retried with exponential backoff (the Lease is not held while waiting), up to `attempts`.
  */
 
@@ -23,6 +25,8 @@ const finalReasons: ReadonlySet<SshErrorReason> = new Set([
   'HostKeyChanged',
   'HostKeyRevoked',
   'AuthenticationFailed',
+  // The installer stopped polling (Software deleted, pod stopping): nothing left to retry for.
+  'PollingStopped',
 ]);
 
 export const isRetryable = (result: SshCommandResult) =>
@@ -81,18 +85,7 @@ async function installOnHost(
     try {
       lease = await options.lock.acquire(host.ip);
       leaseWaitMs += lease.waitedMs ?? 0;
-      result = await runSshCommand(
-        {
-          host: host.ip,
-          port: options.port,
-          username: options.username,
-          privateKey: options.privateKey,
-          hostKeyPolicy: policyForHost(options.hostKeys, host.ip),
-          connectTimeoutMs: options.connectTimeoutMs,
-          commandTimeoutMs: options.commandTimeoutMs,
-        },
-        host.command,
-      );
+      result = await installOneHost(options, host);
     } catch (error) {
       // The Lease could not be had (busy past the wait, API down): retried like a host fault.
       const { reason, message } = describeError(error);
@@ -107,7 +100,7 @@ async function installOnHost(
       await lease?.release().catch(() => undefined);
     }
     const done = { ...host, ...result, startedAt, attempts: attempt, leaseWaitMs };
-    if (!isRetryable(result) || attempt >= retry.attempts) return done;
+    if (!isRetryable(result) || attempt >= retry.attempts || options.signal?.aborted) return done;
     const delayMs = backoffDelayMs(retry, attempt + 1);
     log.warn('host install failed; retrying', {
       node: host.node,
@@ -119,6 +112,7 @@ async function installOnHost(
     });
     options.onRetry?.(host, attempt, result, delayMs);
     await new Promise((resolve) => setTimeout(resolve, delayMs));
+    if (options.signal?.aborted) return done;
   }
 }
 

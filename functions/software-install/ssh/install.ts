@@ -2,12 +2,12 @@ import { z } from 'zod';
 import type { Logger } from '../../../shared/log.js';
 import { silentLogger } from '../../../shared/log.js';
 import type { NodeRole } from '../../../shared/schemas/node.js';
-import { buildInstallCommand, packageSpecsFromItems } from './command.js';
+import { buildInstallCommand, packageSpecsFromItems, packageWord } from './command.js';
+import { installId, pollCommand, runDetachedInstall, startCommand } from './detached.js';
 import type { PackageSpec } from './command.js';
 import { defaultConcurrency, runWithConcurrency } from './fanout.js';
 import { sha256FingerprintSchema } from './host-key-policy.js';
 import type { HostKeyPolicy } from './host-key-policy.js';
-import { runSshCommand } from './session.js';
 import type { SshCommandResult } from './session.js';
 
 /** The packages a node gets: masterSoftware if master, then workerSoftware if worker, in one list. */
@@ -31,25 +31,42 @@ export interface HostInstallTarget {
 export interface PlannedHostInstall {
   node: string;
   ip: string;
+  /** The install's id on the host (ssh/detached.ts): a second installer of the same install attaches. */
+  installId: string;
+  /** Starts the install detached (or finds it running): what a host's sshd receives for the install. */
   command: string;
+  /** Reads where the detached install stands. */
+  poll: string;
 }
 
 /**
  * Validates every package of every host and renders each command, before anything connects.
  * Throws BpaError (invalid) on the first bad word. Hosts without packages get no session.
+ * `installKey` names the install (the Software's uid and generation): the same key, host and
+ * packages give the same id, so a second installer polls the first one's apt instead of starting
+ * another.
  */
 export function planInstall(
   hosts: readonly HostInstallTarget[],
   username: string,
   lockTimeoutSeconds?: number,
+  installKey = '',
 ): PlannedHostInstall[] {
   return hosts
     .filter((host) => host.packages.length > 0)
-    .map((host) => ({
-      node: host.node,
-      ip: host.ip,
-      command: buildInstallCommand({ packages: host.packages, username, lockTimeoutSeconds }),
-    }));
+    .map((host) => {
+      // Validates every word and the size of the whole (the same checks as the plain command).
+      buildInstallCommand({ packages: host.packages, username, lockTimeoutSeconds });
+      const words = [...new Set(host.packages.map(packageWord))];
+      const id = installId(installKey, host.ip, words);
+      return {
+        node: host.node,
+        ip: host.ip,
+        installId: id,
+        command: startCommand({ id, words, username, lockTimeoutSeconds }),
+        poll: pollCommand(id, username),
+      };
+    });
 }
 
 /**
@@ -84,6 +101,33 @@ export interface InstallRunOptions {
   /** Hosts worked on at once. Default 10. */
   concurrency?: number;
   logger?: Logger;
+  /** Between polls of a detached install. Default 2 s. */
+  pollIntervalMs?: number;
+  /** Ends the polling (never the install): the Software was deleted, the pod is stopping. */
+  signal?: AbortSignal;
+}
+
+export const defaultPollIntervalMs = 2000;
+
+/** One host's install: start it detached (or attach), poll until it ends or the timeout (ssh/detached.ts). */
+export function installOneHost(options: InstallRunOptions, host: PlannedHostInstall) {
+  return runDetachedInstall(
+    {
+      session: {
+        host: host.ip,
+        port: options.port,
+        username: options.username,
+        privateKey: options.privateKey,
+        hostKeyPolicy: policyForHost(options.hostKeys, host.ip),
+        connectTimeoutMs: options.connectTimeoutMs,
+      },
+      commandTimeoutMs: options.commandTimeoutMs,
+      pollIntervalMs: options.pollIntervalMs ?? defaultPollIntervalMs,
+      ...(options.signal ? { signal: options.signal } : {}),
+    },
+    host.command,
+    host.poll,
+  );
 }
 
 export type HostInstallResult = PlannedHostInstall &
@@ -93,7 +137,7 @@ export type HostInstallResult = PlannedHostInstall &
   };
 
 /**
- * Runs the planned commands over SSH, hosts in parallel up to the limit, results in the order
+ * Runs the planned installs over SSH (each detached on its host, polled), hosts in parallel up to the limit, results in the order
  * of `hosts`. One host failing (down, hanging, wrong key, non-zero exit) fails only itself.
  */
 export async function runInstall(options: InstallRunOptions): Promise<HostInstallResult[]> {
@@ -104,18 +148,7 @@ export async function runInstall(options: InstallRunOptions): Promise<HostInstal
       const startedAt = new Date().toISOString();
       const log = logger.child({ node: host.node, ip: host.ip });
       log.info('ssh install starting', { port: options.port, username: options.username });
-      const result = await runSshCommand(
-        {
-          host: host.ip,
-          port: options.port,
-          username: options.username,
-          privateKey: options.privateKey,
-          hostKeyPolicy: policyForHost(options.hostKeys, host.ip),
-          connectTimeoutMs: options.connectTimeoutMs,
-          commandTimeoutMs: options.commandTimeoutMs,
-        },
-        host.command,
-      );
+      const result = await installOneHost(options, host);
       const fields = {
         exitCode: result.exitCode,
         durationMs: Math.round(result.durationMs),

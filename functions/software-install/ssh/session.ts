@@ -41,6 +41,8 @@ export const sshErrorReasonSchema = z.enum([
   'CommandFailed',
   'CommandKilled',
   'SessionClosed',
+  // ssh/detached.ts: the installer stopped polling (Software deleted, pod stopping); the install runs on.
+  'PollingStopped',
 ]);
 export type SshErrorReason = z.infer<typeof sshErrorReasonSchema>;
 

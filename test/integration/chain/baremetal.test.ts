@@ -68,8 +68,9 @@ describeOnEngines('successful chain variants', (engine) => {
   let recorder: Recorder | undefined;
   const chain: ChainEngine = useChainEngine(engine, {
     namespacePrefix: 'chain-ok',
-    prepare: async ({ kubeConfig, namespace, workDir }) => {
-      await createKudSshKeySecret(kubeConfig, namespace);
+    prepare: async ({ kubeConfig, namespace, functionsNamespace, observerNamespace, workDir }) => {
+      // The KUD Job runs in the functions' namespace and mounts the operator's key there.
+      await createKudSshKeySecret(kubeConfig, functionsNamespace);
       await writeFile(join(workDir, 'dhcpd.leases'), bareMetalLeaseFile);
       // Bare metal (chain-baremetal.test.ts's hosts).
       await createBareMetalScenarioHosts(kubeConfig, namespace);
@@ -83,7 +84,8 @@ describeOnEngines('successful chain variants', (engine) => {
         });
       // The suite's namespace is also its VM namespace (docs/deploy.md "Hosts and VM namespaces").
       await createVmNamespaceRbac(kubeConfig, namespace);
-      recorder = await startRecorder(kubeConfig, namespace);
+      // Not in the tenant's namespace: the recorder's pod meets no Pod Security level.
+      recorder = await startRecorder(kubeConfig, observerNamespace);
     },
     config: ({ namespace, workDir }) => ({
       BMH_NAMESPACE: namespace,
@@ -141,20 +143,30 @@ describeOnEngines('successful chain variants', (engine) => {
       }),
     ]);
 
-    const job = await batch().readNamespacedJob({ name: 'kud-edge-1', namespace });
+    // The Job runs in the functions' namespace, tied to its Provisioning by uid (an owner
+    // reference cannot cross namespaces): docs/adr/0013-tenancy.md.
+    const functionsNamespace = chain.functionsNamespace;
+    const job = await batch().readNamespacedJob({ name: 'kud-edge-1', namespace: functionsNamespace });
     expect(job.metadata?.labels).toEqual({
       cluster: 'edge-1',
       'app.kubernetes.io/managed-by': 'bpa-functions',
+      'bpa.akraino.org/provisioning-uid': created.metadata.uid,
+    });
+    expect(job.metadata?.annotations).toMatchObject({
+      'bpa.akraino.org/provisioning-namespace': namespace,
+      'bpa.akraino.org/provisioning-name': 'edge',
     });
     expect(job.metadata?.annotations?.['bpa.akraino.org/inventory-sha256']).toBe(
       sha256Hex(expectedInventory),
     );
     expect(job.metadata?.annotations?.['bpa.akraino.org/provisioning-generation']).toBe('1');
-    expect(job.metadata?.ownerReferences?.[0]).toMatchObject({
-      name: 'edge',
-      uid: created.metadata.uid,
-      controller: true,
+    expect(job.metadata?.ownerReferences).toBeUndefined();
+    // The mounted inventory: rendered again from status.nodes in the functions' namespace.
+    const mounted = await core().readNamespacedConfigMap({
+      name: 'edge-1-inventory',
+      namespace: functionsNamespace,
     });
+    expect(mounted.data?.['hosts.ini']).toBe(expectedInventory);
     const container = job.spec?.template.spec?.containers[0];
     expect(container?.image).toBe(kudTestImage.waits);
     expect(container?.args).toEqual([kudInstallerScript('edge-1', '10.244.64.0/18', ['onap4k8s', 'emco'])]);
@@ -180,12 +192,12 @@ describeOnEngines('successful chain variants', (engine) => {
     expect(conditionOf(ready, 'Ready')).toMatchObject({ reason: 'ClusterReady', observedGeneration: 1 });
     expect(conditionOf(ready, 'KudInstalled')).toMatchObject({ status: 'True', observedGeneration: 1 });
     // The Job controller ended the Job; its pod ran the installer line above.
-    const finished = await batch().readNamespacedJob({ name: 'kud-edge-1', namespace });
+    const finished = await batch().readNamespacedJob({ name: 'kud-edge-1', namespace: functionsNamespace });
     expect(finished.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({
       status: 'True',
       reason: 'CompletionsReached',
     });
-    expect(await jobPodLog(chain.kubeConfig, namespace, 'kud-edge-1')).toContain(
+    expect(await jobPodLog(chain.kubeConfig, functionsNamespace, 'kud-edge-1')).toContain(
       'installer --cluster edge-1 --network 10.244.64.0/18 --plugins onap4k8s emco',
     );
 
@@ -217,7 +229,10 @@ describeOnEngines('successful chain variants', (engine) => {
       { what: 'the Events of every step of edge', timeoutMs: 30_000, intervalMs: 500 },
     );
     // A chain that went through without a fault warns about nothing.
-    expect((await eventsOfEdge()).filter((e) => e.type !== 'Normal').map((e) => e.reason)).toEqual([]);
+    // Reason and message: a failure then says which step warned and why.
+    expect(
+      (await eventsOfEdge()).filter((e) => e.type !== 'Normal').map((e) => `${e.reason}: ${e.message}`),
+    ).toEqual([]);
 
     // cluster.ready through the Broker: a pointer to the Provisioning, never a fact to act on.
     const announced = await waitForClusterReady('edge');
@@ -291,7 +306,10 @@ describeOnEngines('successful chain variants', (engine) => {
       ['vm-master', '10.244.1.5', 'virtlet-pod'],
       ['vm-worker', '172.16.0.9', 'virtlet-pod'],
     ]);
-    const job = await batch().readNamespacedJob({ name: 'kud-vm-cluster', namespace });
+    const job = await batch().readNamespacedJob({
+      name: 'kud-vm-cluster',
+      namespace: chain.functionsNamespace,
+    });
     expect(job.spec?.template.spec?.containers[0]?.image).toBe(kudTestImage.waits);
 
     await chain.releaseKudJob('vm-cluster', 0);

@@ -66,8 +66,9 @@ describeOnEngines('dead letters through the chain', (engine) => {
   const leasePath = () => join(leasesDir, 'dhcpd.leases');
   const chain: ChainEngine = useChainEngine(engine, {
     namespacePrefix: 'chain-dead-letters',
-    prepare: async ({ kubeConfig, namespace }) => {
-      await createKudSshKeySecret(kubeConfig, namespace);
+    prepare: async ({ kubeConfig, namespace, functionsNamespace }) => {
+      // The KUD Job runs in the functions' namespace and mounts the operator's key there.
+      await createKudSshKeySecret(kubeConfig, functionsNamespace);
       leasesDir = await mkdtemp(join(tmpdir(), 'bpa-dead-letters-leases-'));
       await run('mount', ['--bind', leasesDir, leasesDir]);
       // The outage from the start: the lease path is a directory (see the header).

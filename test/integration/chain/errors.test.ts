@@ -34,8 +34,9 @@ const late = { label: 'late-1', mac: '52:54:00:c4:00:01', ip: '10.20.0.1' };
 describeOnEngines('contract errors through the chain', (engine) => {
   const chain: ChainEngine = useChainEngine(engine, {
     namespacePrefix: 'chain-errors',
-    prepare: async ({ kubeConfig, namespace, workDir }) => {
-      await createKudSshKeySecret(kubeConfig, namespace);
+    prepare: async ({ kubeConfig, namespace, functionsNamespace, workDir }) => {
+      // The KUD Job runs in the functions' namespace and mounts the operator's key there.
+      await createKudSshKeySecret(kubeConfig, functionsNamespace);
       await writeFile(
         join(workDir, 'dhcpd.leases'),
         renderIscLeaseFile([{ ...late, role: 'master', bmhName: 'late-host', inLeaseFile: true }]),
@@ -206,7 +207,12 @@ describeOnEngines('contract errors through the chain', (engine) => {
     await chain.waitForCondition('doomed', 'JobLaunched', 'True', 180_000);
     await chain.releaseKudJob('doomed', 1);
     const failed = await chain.waitForCondition('doomed', 'KudInstalled', 'False', 180_000);
-    const [pod] = (await core().listNamespacedPod({ namespace, labelSelector: 'job-name=kud-doomed' })).items;
+    const [pod] = (
+      await core().listNamespacedPod({
+        namespace: chain.functionsNamespace,
+        labelSelector: 'job-name=kud-doomed',
+      })
+    ).items;
     expect(pod?.metadata?.name).toMatch(/^kud-doomed-[a-z0-9]{5}$/);
     const message = `Job Failed, KUD not installed in Cluster doomed, check pod logs (pod ${pod?.metadata?.name})`;
     expect(conditionOf(failed, 'KudInstalled')).toMatchObject({ status: 'False', message });

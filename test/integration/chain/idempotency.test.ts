@@ -36,8 +36,9 @@ const hosts = {
 describeOnEngines('idempotency of the chain', (engine) => {
   const chain: ChainEngine = useChainEngine(engine, {
     namespacePrefix: 'chain-idem',
-    prepare: async ({ kubeConfig, namespace }) => {
-      await createKudSshKeySecret(kubeConfig, namespace);
+    prepare: async ({ kubeConfig, namespace, functionsNamespace }) => {
+      // The KUD Job runs in the functions' namespace and mounts the operator's key there.
+      await createKudSshKeySecret(kubeConfig, functionsNamespace);
       let octet = 1;
       for (const [name, mac] of Object.entries(hosts))
         await createBareMetalHost(kubeConfig, {

@@ -45,7 +45,12 @@ import { join } from 'node:path';
 import { expect, it } from '@jest/globals';
 import { BatchV1Api, CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import { repoRoot } from '../../../local/control-plane/repo-root.js';
-import { createNamespace, uniqueNamespaceName, waitFor } from '../../../local/control-plane/index.js';
+import {
+  createNamespace,
+  onboardNamespace,
+  uniqueNamespaceName,
+  waitFor,
+} from '../../../local/control-plane/index.js';
 import { startLab, type Lab } from '../../../local/lab/lab.js';
 import { labHosts, labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
@@ -109,7 +114,7 @@ describeOnEngines('software install and one trace through the chain', (engine) =
   let traceNamespace = '';
   const chain: ChainEngine = useChainEngine(engine, {
     namespacePrefix: 'chain-software',
-    prepare: async ({ cluster, kubeConfig, namespace }) => {
+    prepare: async ({ cluster, kubeConfig, namespace, functionsNamespace, observerNamespace }) => {
       if (!existsSync(join(repoRoot(), 'dist/bundle/software-install-job.mjs')))
         throw new Error('dist/bundle/software-install-job.mjs is missing: run npm run build first');
       // A pod is refused until the namespace's default ServiceAccount exists, and the
@@ -123,10 +128,11 @@ describeOnEngines('software install and one trace through the chain', (engine) =
             .catch(() => undefined),
         { what: `ServiceAccount ${namespace}/default`, timeoutMs: 60_000, intervalMs: 250 },
       );
-      recorder = await startRecorder(kubeConfig, namespace).catch(async (error: unknown) => {
+      // Not in the tenant's namespace (Pod Security restricted): the recorder meets no level.
+      recorder = await startRecorder(kubeConfig, observerNamespace).catch(async (error: unknown) => {
         // What the cluster says about it: the reason is in these (pods, their conditions, Events).
         const core = kubeConfig.makeApiClient(CoreV1Api);
-        const pods = (await core.listNamespacedPod({ namespace })).items.map((p) => ({
+        const pods = (await core.listNamespacedPod({ namespace: observerNamespace })).items.map((p) => ({
           name: p.metadata?.name,
           node: p.spec?.nodeName,
           phase: p.status?.phase,
@@ -139,7 +145,7 @@ describeOnEngines('software install and one trace through the chain', (engine) =
               .join(': '),
           ),
         }));
-        const events = (await core.listNamespacedEvent({ namespace })).items.map(
+        const events = (await core.listNamespacedEvent({ namespace: observerNamespace })).items.map(
           (e) => `${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`,
         );
         throw new Error(
@@ -148,9 +154,13 @@ describeOnEngines('software install and one trace through the chain', (engine) =
       });
       lab = await startLab({ namespace, network: cluster.nodeNetwork! });
       await lab.applyToCluster(kubeConfig);
-      traceNamespace = await createNamespace(kubeConfig, uniqueNamespaceName('chain-trace'));
-      // B's KUD Job mounts the SSH key from its own namespace.
-      await lab.applySshKeySecret(kubeConfig, traceNamespace);
+      // Every KUD Job (A's and B's) runs in the functions' namespace and mounts the key there.
+      await lab.applySshKeySecret(kubeConfig, functionsNamespace);
+      // B's tenant namespace: restricted too, as every tenant's (issue 23 item 1).
+      traceNamespace = await createNamespace(kubeConfig, uniqueNamespaceName('chain-trace'), {
+        'pod-security.kubernetes.io/enforce': 'restricted',
+      });
+      await onboardNamespace(kubeConfig, traceNamespace, { functionsNamespace: stackNamespace });
     },
     cleanup: async () => {
       await lab?.stop();
@@ -290,6 +300,23 @@ describeOnEngines('software install and one trace through the chain', (engine) =
   it('keeps one trace from the add that started the chain through every step to cluster.ready, across the KUD Job', async () => {
     const knownTraceId = randomBytes(16).toString('hex');
     const knownTraceparent = `00-${knownTraceId}-${randomBytes(8).toString('hex')}-01`;
+    // B names the lab's hosts, and a host serves one Provisioning at a time (its BareMetalHost's
+    // spec.consumerRef, ADR 0013): A goes first, and with it its claims on the hosts.
+    await chain.kubectl(['delete', 'software', softwareName, '-n', chain.namespace, '--ignore-not-found']);
+    await chain.kubectl(['delete', 'provisioning', clusterA, '-n', chain.namespace, '--wait=false']);
+    await waitFor(
+      () =>
+        custom()
+          .getNamespacedCustomObject({
+            ...bpaGroup,
+            plural: 'provisionings',
+            namespace: chain.namespace,
+            name: clusterA,
+          })
+          .then(() => undefined)
+          .catch((error: unknown) => ((error as { code?: number }).code === 404 ? true : undefined)),
+      { what: `Provisioning ${chain.namespace}/${clusterA} gone`, timeoutMs: 300_000, intervalMs: 1000 },
+    );
     await apply(labProvisioning(traceNamespace, clusterB));
     const stored = (await custom().getNamespacedCustomObject({
       ...bpaGroup,
@@ -401,7 +428,7 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     // ApiServerSource sends none; the embedded broker starts one): kud-job-launch continued the
     // trace annotated on the Job in the reply's extension, the broker carries the update's.
     const jobName = `kud-${clusterB}`;
-    const job = await batch().readNamespacedJob({ name: jobName, namespace: traceNamespace });
+    const job = await batch().readNamespacedJob({ name: jobName, namespace: chain.functionsNamespace });
     expect(traceIdOf(job.metadata?.annotations?.['bpa.akraino.org/traceparent'])).toBe(chainTrace);
     const finished = (await chain.functionLog('kud-job-launch')).filter(
       (l) =>
@@ -432,5 +459,5 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     );
     expect(softwareLines.length).toBeGreaterThanOrEqual(1);
     expect(softwareLines.map((l) => l.trace_id)).toEqual(softwareLines.map(() => chainTrace));
-  }, 480_000);
+  }, 780_000);
 });

@@ -46,7 +46,8 @@ describeOnNode('idempotency and the sweep', () => {
 
   beforeAll(async () => {
     const namespace = cluster.namespace;
-    for (let i = 1; i <= 4; i++) {
+    // h-5 is quiet's own: one owner per host (contract section 12), dup holds h-1.
+    for (let i = 1; i <= 5; i++) {
       const mac = `ab:ab:00:00:00:0${i}`;
       await createBareMetalHost(cluster.kubeConfig, {
         name: `h-${i}`,
@@ -202,7 +203,7 @@ describeOnNode('idempotency and the sweep', () => {
         name: 'quiet',
         namespace,
         cluster: 'quiet',
-        masters: [{ label: 'm', mac: 'ab:ab:00:00:00:01' }],
+        masters: [{ label: 'm', mac: 'ab:ab:00:00:00:05' }],
       }),
     );
     harness.collector.drain();

@@ -70,6 +70,8 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
     createProvisioning(cluster.kubeConfig, object(namespace, name, clusterName, i));
   const jobsOf = async (namespace: string, clusterName: string) =>
     (await batch().listNamespacedJob({ namespace, labelSelector: `cluster=${clusterName}` })).items;
+  /** The functions' namespace: the KUD, cleanup and publisher Jobs run there (contract section 12). */
+  const fns = () => functionsNamespace;
   const ping = async (target: string) => {
     expect((await harness.deliver(target, pingEvent())).status).toBe(204);
     return harness.collector.drain();
@@ -86,8 +88,8 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
         bootMac: mac(i),
         nics: [{ name: 'eth0', mac: mac(i), ip: `10.50.0.${i}` }],
       });
-    for (const namespace of [cluster.namespace, other])
-      await createKudSshKeySecret(cluster.kubeConfig, namespace);
+    // The operator's key, in the functions' namespace: a tenant's Secrets are never mounted.
+    await createKudSshKeySecret(cluster.kubeConfig, functionsNamespace);
     harness = new ChainHarness(cluster.kubeConfig, {
       BMH_NAMESPACE: cluster.namespace,
       IP_SOURCES: 'nics',
@@ -129,11 +131,11 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
       expect(conditionOf(inUse[0]!, 'Ready')?.message).toBe(
         `Cluster ${name} is already provisioned by ${owner.metadata.namespace}/${owner.metadata.name}`,
       );
-      // The loser touched nothing: one Job, in the owner's namespace.
+      // The loser touched nothing: one Job, in the functions' namespace, none in a tenant's.
       expect(
-        (await jobsOf(cluster.namespace, name)).length +
-          (secondNamespace() === cluster.namespace ? 0 : (await jobsOf(other, name)).length),
-      ).toBe(1);
+        (await jobsOf(fns(), name)).map((job) => job.metadata?.labels?.['bpa.akraino.org/provisioning-uid']),
+      ).toEqual([owner.metadata.uid]);
+      expect((await jobsOf(cluster.namespace, name)).length + (await jobsOf(other, name)).length).toBe(0);
       expect(
         (await leases().readNamespacedLease({ name: `cluster-${name}`, namespace: functionsNamespace })).spec
           ?.holderIdentity,
@@ -159,25 +161,39 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
       namespace: cluster.namespace,
       name: 'owner',
     });
+    const kudPods = await core().listNamespacedPod({
+      namespace: fns(),
+      labelSelector: 'job-name=kud-shared',
+    });
     await ping('kud-job-launch'); // deletes the KUD Job, creates the cleanup Job
     const cleanup = await batch().readNamespacedJob({
       name: 'kud-shared-cleanup',
-      namespace: cluster.namespace,
+      namespace: fns(),
     });
     expect(cleanup.spec?.template.spec?.hostNetwork).toBe(true);
+    // Pinned to the node the KUD pod ran on (read from the Job's own pod).
+    expect(cleanup.spec?.template.spec?.nodeName).toBe(kudPods.items[0]?.spec?.nodeName);
+    expect(cleanup.spec?.template.spec?.nodeName).toEqual(expect.any(String));
     expect(cleanup.spec?.template.spec?.containers[0]?.args).toEqual([
       'rm -rf -- /opt/kud/multi-cluster/shared',
     ]);
     expect(
       conditionOf(await readProvisioning(cluster.kubeConfig, cluster.namespace, 'owner'), 'Ready')?.reason,
     ).toBe('Deleting');
-    expect(
-      (await waitForJobEnd(cluster.kubeConfig, cluster.namespace, 'kud-shared-cleanup')).ended,
-    ).toMatchObject({ type: 'Complete' });
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-shared-cleanup')).ended).toMatchObject({
+      type: 'Complete',
+    });
     await ping('kud-job-launch'); // releases the name, removes the finalizer: the Provisioning goes
     await expect(readProvisioning(cluster.kubeConfig, cluster.namespace, 'owner')).rejects.toMatchObject({
       code: 404,
     });
+    // Across the two namespaces: nothing of it is left in the functions' namespace either.
+    const left = (await batch().listNamespacedJob({ namespace: fns(), labelSelector: 'cluster=shared' }))
+      .items;
+    expect(left.filter((job) => !job.metadata?.deletionTimestamp)).toEqual([]);
+    await expect(
+      core().readNamespacedConfigMap({ name: 'shared-inventory', namespace: fns() }),
+    ).rejects.toMatchObject({ code: 404 });
 
     const sent = await ping('host-lookup'); // the sweep retries ClusterNameInUse
     expect(sent.map((e) => e.type)).toContain(EventTypes.hostsResolved);
@@ -198,9 +214,9 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
         .catch(() => undefined);
     const renamer = await add(ns, 'renamer', 'old-name', 7);
     await harness.publish(sourceEvent('add', renamer));
-    await releaseKudJob(ns, 'old-name', 0);
-    expect((await waitForJobEnd(cluster.kubeConfig, ns, 'kud-old-name')).ended.type).toBe('Complete');
-    const ready = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns, 'kud-old-name'));
+    await releaseKudJob(fns(), 'old-name', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-old-name')).ended.type).toBe('Complete');
+    const ready = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-old-name'));
     expect(ready.map((d) => d.reply?.type)).toContain(EventTypes.clusterReady);
     expect(await configMap('old-name-configmap')).toBeDefined();
     expect(await configMap('old-name-inventory')).toBeDefined();
@@ -208,7 +224,8 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
     const nodeDir = join(process.env[testEnv.nodeHostPaths] ?? '', kudMultiClusterPath, 'old-name');
     await mkdir(nodeDir, { recursive: true });
     await writeFile(join(nodeDir, 'marker'), 'KUD was here\n');
-    const rival = await add(other, 'rival', 'old-name', 7);
+    // A host of its own: renamer keeps its host under the new name (one owner per host).
+    const rival = await add(other, 'rival', 'old-name', 8);
     await harness.publish(sourceEvent('add', rival));
     expect(conditionOf(await readProvisioning(cluster.kubeConfig, other, 'rival'), 'Ready')?.reason).toBe(
       'ClusterNameInUse',
@@ -240,7 +257,12 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
       'ClusterNameInUse',
     );
 
-    // Sweeps: the old Job and ConfigMaps go, then the cleanup Job runs on the node.
+    // Sweeps: the old ConfigMaps go, then the cleanup Job runs on the KUD pod's node; then the
+    // old name's objects in the functions' namespace go too.
+    const oldPods = await core().listNamespacedPod({
+      namespace: fns(),
+      labelSelector: 'job-name=kud-old-name',
+    });
     await ping('kud-job-launch');
     expect(await configMap('old-name-configmap')).toBeUndefined();
     expect(await configMap('old-name-inventory')).toBeUndefined();
@@ -249,7 +271,7 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
       async () => {
         await ping('kud-job-launch');
         return batch()
-          .readNamespacedJob({ name: 'kud-old-name-cleanup', namespace: ns })
+          .readNamespacedJob({ name: 'kud-old-name-cleanup', namespace: fns() })
           .catch(() => undefined);
       },
       { what: 'the cleanup Job of the old name', timeoutMs: 60_000, intervalMs: 500 },
@@ -257,13 +279,23 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
     expect(cleanup.spec?.template.spec?.containers[0]?.args).toEqual([
       'rm -rf -- /opt/kud/multi-cluster/old-name',
     ]);
-    await expect(batch().readNamespacedJob({ name: 'kud-old-name', namespace: ns })).rejects.toMatchObject({
-      code: 404,
-    });
+    expect(cleanup.spec?.template.spec?.nodeName).toBe(oldPods.items[0]?.spec?.nodeName);
     expect(await lease('old-name')).toBeDefined();
-    expect((await waitForJobEnd(cluster.kubeConfig, ns, 'kud-old-name-cleanup')).ended.type).toBe('Complete');
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-old-name-cleanup')).ended.type).toBe(
+      'Complete',
+    );
     await ping('kud-job-launch');
     expect(await lease('old-name')).toBeUndefined();
+    for (const name of ['kud-old-name', 'kud-old-name-cleanup'])
+      expect(
+        await batch()
+          .readNamespacedJob({ name, namespace: fns() })
+          .then((job) => (job.metadata?.deletionTimestamp ? undefined : job))
+          .catch(() => undefined),
+      ).toBeUndefined();
+    await expect(
+      core().readNamespacedConfigMap({ name: 'old-name-inventory', namespace: fns() }),
+    ).rejects.toMatchObject({ code: 404 });
     expect(
       ((await readProvisioning(cluster.kubeConfig, ns, 'renamer')).status as Record<string, unknown>)
         .releasingClusters,
@@ -272,7 +304,7 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
     // The new name is untouched by the release.
     expect((await lease('new-name'))?.spec?.holderIdentity).toBe(`${ns}/renamer`);
     expect(
-      (await batch().readNamespacedJob({ name: 'kud-new-name', namespace: ns })).metadata?.uid,
+      (await batch().readNamespacedJob({ name: 'kud-new-name', namespace: fns() })).metadata?.uid,
     ).toBeDefined();
 
     const sent = await ping('host-lookup'); // the sweep retries ClusterNameInUse
@@ -343,19 +375,19 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
       EventTypes.inventoryRendered,
       EventTypes.kudJobLaunched,
     ]);
-    expect(await jobsOf(cluster.namespace, 'relabel')).toHaveLength(1);
+    expect(await jobsOf(fns(), 'relabel')).toHaveLength(1);
   });
 
   it('re-runs a failed Provisioning for its generation on a new bpa.akraino.org/retry value (a new Job)', async () => {
     const created = await add(cluster.namespace, 'retry', 'retry', 6);
     await harness.publish(sourceEvent('add', created));
-    const first = await batch().readNamespacedJob({ name: 'kud-retry', namespace: cluster.namespace });
-    await releaseKudJob(cluster.namespace, 'retry', 1);
-    expect((await waitForJobEnd(cluster.kubeConfig, cluster.namespace, 'kud-retry')).ended).toMatchObject({
+    const first = await batch().readNamespacedJob({ name: 'kud-retry', namespace: fns() });
+    await releaseKudJob(fns(), 'retry', 1);
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-retry')).ended).toMatchObject({
       type: 'Failed',
       reason: 'BackoffLimitExceeded',
     });
-    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, cluster.namespace, 'kud-retry'));
+    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-retry'));
     expect(
       conditionOf(await readProvisioning(cluster.kubeConfig, cluster.namespace, 'retry'), 'Ready')?.reason,
     ).toBe('JobFailed');
@@ -376,7 +408,7 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
       EventTypes.inventoryRendered,
       EventTypes.kudJobLaunched,
     ]);
-    const second = await batch().readNamespacedJob({ name: 'kud-retry', namespace: cluster.namespace });
+    const second = await batch().readNamespacedJob({ name: 'kud-retry', namespace: fns() });
     expect(second.metadata?.uid).not.toBe(first.metadata?.uid);
     expect(second.metadata?.annotations?.['bpa.akraino.org/retry-of']).toBe('1');
     // The same value again is not a new request.

@@ -1,5 +1,6 @@
 /**
- * The KUD Job's lifecycle (contract sections 5 and 10) against the real API server: the launch
+ * The KUD Job's lifecycle (contract sections 5, 10 and 12) against the real API server, the Job in
+ * the functions' namespace (never the Provisioning's): the launch
  * hash (a spec change that keeps the inventory still launches a new Job), installer settings from
  * the functions' own namespace, never adopting a Job or ConfigMap, a forged inventory.rendered,
  * a Job deleted by hand (JobMissing), a Job refused by a ValidatingAdmissionPolicy (JobRefused,
@@ -61,9 +62,13 @@ describeOnNode('the KUD Job lifecycle', () => {
   const batch = () => cluster.kubeConfig.makeApiClient(BatchV1Api);
   const custom = () => cluster.kubeConfig.makeApiClient(CustomObjectsApi);
   const ns = () => cluster.namespace;
-  const readJob = (name: string) => batch().readNamespacedJob({ name, namespace: ns() });
-  const jobsOf = async (name: string) =>
-    (await batch().listNamespacedJob({ namespace: ns(), labelSelector: `cluster=${name}` })).items;
+  /** The functions' namespace: the Jobs, their pods and what they mount live there. */
+  const fns = () => functionsNamespace;
+  const readJob = (name: string) => batch().readNamespacedJob({ name, namespace: fns() });
+  const jobsOf = async (name: string) => [
+    ...(await batch().listNamespacedJob({ namespace: fns(), labelSelector: `cluster=${name}` })).items,
+    ...(await batch().listNamespacedJob({ namespace: ns(), labelSelector: `cluster=${name}` })).items,
+  ];
   const status = (name: string) => readProvisioning(cluster.kubeConfig, ns(), name);
   const summary = (deliveries: { target: string; status: number; reply?: { type: string } }[]) =>
     deliveries.map((d) => [d.target, d.status, d.reply?.type]);
@@ -109,7 +114,8 @@ describeOnNode('the KUD Job lifecycle', () => {
         bootMac: mac(i),
         nics: [{ name: 'eth0', mac: mac(i), ip: `10.40.0.${i}` }],
       });
-    await createKudSshKeySecret(cluster.kubeConfig, ns());
+    // The operator's key, in the functions' namespace: a tenant's Secrets are never mounted.
+    await createKudSshKeySecret(cluster.kubeConfig, functionsNamespace);
     const env = {
       BMH_NAMESPACE: ns(),
       IP_SOURCES: 'nics',
@@ -131,12 +137,30 @@ describeOnNode('the KUD Job lifecycle', () => {
   it('launches a new Job when a spec change keeps the inventory but adds a plugin', async () => {
     await start('plugins', 1, { kudPlugins: ['multus'] });
     const first = await readJob('kud-plugins');
-    await releaseKudJob(ns(), 'plugins', 0);
-    expect((await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-plugins')).ended).toMatchObject({
+    await releaseKudJob(fns(), 'plugins', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-plugins')).ended).toMatchObject({
       type: 'Complete',
     });
-    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-plugins'));
-    expect(conditionOf(await status('plugins'), 'Ready')).toMatchObject({ status: 'True' });
+    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-plugins'));
+    const ready = await status('plugins');
+    expect(conditionOf(ready, 'Ready')).toMatchObject({ status: 'True' });
+    // What the Job mounted was written in the functions' namespace, from status.nodes; every object
+    // made for the Provisioning is recorded by uid.
+    const mounted = await core().readNamespacedConfigMap({ name: 'plugins-inventory', namespace: fns() });
+    const tenantCopy = await core().readNamespacedConfigMap({ name: 'plugins-inventory', namespace: ns() });
+    expect(mounted.data).toEqual(tenantCopy.data);
+    expect(mounted.metadata?.labels?.['bpa.akraino.org/provisioning-uid']).toBe(ready.metadata.uid);
+    const ipMap = await core().readNamespacedConfigMap({ name: 'plugins-configmap', namespace: ns() });
+    expect((ready.status as { ownedObjects?: unknown[] }).ownedObjects).toEqual(
+      expect.arrayContaining([
+        { kind: 'ConfigMap', namespace: ns(), name: 'plugins-inventory', uid: tenantCopy.metadata?.uid },
+        { kind: 'ConfigMap', namespace: fns(), name: 'plugins-inventory', uid: mounted.metadata?.uid },
+        { kind: 'Job', namespace: fns(), name: 'kud-plugins', uid: first.metadata?.uid },
+        { kind: 'ConfigMap', namespace: ns(), name: 'plugins-configmap', uid: ipMap.metadata?.uid },
+      ]),
+    );
+    expect(first.metadata?.ownerReferences).toBeUndefined();
+    expect(await batch().listNamespacedJob({ namespace: ns() })).toMatchObject({ items: [] });
 
     const changed = (await patch('plugins', { spec: { KUDPlugins: ['multus', 'istio'] } })) as Awaited<
       ReturnType<typeof status>
@@ -175,23 +199,24 @@ describeOnNode('the KUD Job lifecycle', () => {
     }
   });
 
-  it('never adopts a pre-existing Job: ObjectConflict naming it, the Job untouched', async () => {
+  it('never adopts a Job the functions did not create in their namespace: ObjectConflict naming it, the Job untouched', async () => {
+    // An operator's own Job of that name (tenants cannot write the functions' namespace).
     const foreign: V1Job = {
-      metadata: { name: 'kud-foreign', namespace: ns(), labels: { cluster: 'foreign' } },
+      metadata: { name: 'kud-foreign', namespace: fns(), labels: { cluster: 'foreign' } },
       spec: {
         template: {
           spec: { restartPolicy: 'Never', containers: [{ name: 'x', image: 'busybox', command: ['true'] }] },
         },
       },
     };
-    const created = await batch().createNamespacedJob({ namespace: ns(), body: foreign });
+    const created = await batch().createNamespacedJob({ namespace: fns(), body: foreign });
     const { deliveries } = await start('foreign', 3);
     expect(summary(deliveries).at(-1)).toEqual(['kud-job-launch', 200, EventTypes.provisioningFailed]);
     expect(conditionOf(await status('foreign'), 'Ready')).toMatchObject({
       status: 'False',
       reason: 'ObjectConflict',
       message: expect.stringContaining(
-        `Job ${ns()}/kud-foreign already exists and was not created by bpa-functions`,
+        `Job ${fns()}/kud-foreign already exists and was not created by bpa-functions`,
       ),
     });
     // Once the Job controller has written its status (startTime), nothing else may have written since.
@@ -222,11 +247,11 @@ describeOnNode('the KUD Job lifecycle', () => {
       },
     });
     await start('ipmap', 4);
-    await releaseKudJob(ns(), 'ipmap', 0);
-    expect((await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-ipmap')).ended).toMatchObject({
+    await releaseKudJob(fns(), 'ipmap', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-ipmap')).ended).toMatchObject({
       type: 'Complete',
     });
-    const deliveries = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-ipmap'));
+    const deliveries = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-ipmap'));
     expect(summary(deliveries)).toEqual([['kud-job-launch', 200, EventTypes.provisioningFailed]]);
     expect(conditionOf(await status('ipmap'), 'Ready')).toMatchObject({
       status: 'False',
@@ -271,7 +296,7 @@ describeOnNode('the KUD Job lifecycle', () => {
     const first = await readJob('kud-missing');
     await batch().deleteNamespacedJob({
       name: 'kud-missing',
-      namespace: ns(),
+      namespace: fns(),
       body: { propagationPolicy: 'Background' },
     });
     const sent = await sweepKudJobLaunch();
@@ -284,14 +309,14 @@ describeOnNode('the KUD Job lifecycle', () => {
     // The new Job completes the chain as usual (released once the first one's pod is gone).
     await waitForPodsGone(
       cluster.kubeConfig,
-      ns(),
+      fns(),
       `batch.kubernetes.io/controller-uid=${first.metadata?.uid}`,
     );
-    await releaseKudJob(ns(), 'missing', 0);
-    expect((await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-missing')).ended).toMatchObject({
+    await releaseKudJob(fns(), 'missing', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-missing')).ended).toMatchObject({
       type: 'Complete',
     });
-    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-missing'));
+    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-missing'));
     expect(conditionOf(await status('missing'), 'KudInstalled')).toMatchObject({ status: 'True' });
   });
 
@@ -324,7 +349,7 @@ describeOnNode('the KUD Job lifecycle', () => {
         spec: {
           policyName: policy,
           validationActions: ['Deny'],
-          matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns() } } },
+          matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': fns() } } },
         },
       },
     });
@@ -338,7 +363,7 @@ describeOnNode('the KUD Job lifecycle', () => {
       };
       for (let i = 0; ; i++) {
         const denied = await batch()
-          .createNamespacedJob({ namespace: ns(), body: probe, dryRun: 'All' })
+          .createNamespacedJob({ namespace: fns(), body: probe, dryRun: 'All' })
           .then(
             () => false,
             () => true,
@@ -392,7 +417,7 @@ describeOnNode('the KUD Job lifecycle', () => {
       reason: 'Cancelled',
     });
     const job = await batch()
-      .readNamespacedJob({ name: 'kud-cancel', namespace: ns() })
+      .readNamespacedJob({ name: 'kud-cancel', namespace: fns() })
       .catch(() => undefined);
     // Deleted (background propagation: gone, or going with a deletionTimestamp).
     expect(job === undefined || job.metadata?.deletionTimestamp !== undefined).toBe(true);
@@ -401,10 +426,10 @@ describeOnNode('the KUD Job lifecycle', () => {
   it('says JobDeadlineExceeded when the Job ran past its deadline', async () => {
     // Never released: the Job controller fails it at its activeDeadlineSeconds.
     await start('slow', 9, {}, { installTimeoutSeconds: 3 });
-    const job = await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-slow');
+    const job = await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-slow');
     expect(job.ended).toMatchObject({ type: 'Failed', reason: 'DeadlineExceeded' });
     expect(job.spec?.activeDeadlineSeconds).toBe(3);
-    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-slow'));
+    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-slow'));
     expect(conditionOf(await status('slow'), 'Ready')).toMatchObject({
       status: 'False',
       reason: 'JobDeadlineExceeded',
@@ -418,7 +443,7 @@ describeOnNode('the KUD Job lifecycle', () => {
     const pod = await waitFor(
       async () => {
         const pods = await core().listNamespacedPod({
-          namespace: ns(),
+          namespace: fns(),
           labelSelector: 'job-name=kud-progress',
         });
         const found = pods.items[0];
@@ -433,6 +458,7 @@ describeOnNode('the KUD Job lifecycle', () => {
     const progress = (await status('progress')).status as { job?: Record<string, unknown> };
     expect(progress.job).toMatchObject({
       name: 'kud-progress',
+      namespace: fns(),
       pod: pod.metadata?.name,
       phase: 'Pending',
       waitingReason: 'ContainerCreating',
@@ -456,18 +482,20 @@ describeOnNode('the KUD Job lifecycle', () => {
       },
       { what: 'the Job controller counting kud-live’s pod ready', timeoutMs: 60_000, intervalMs: 250 },
     );
-    const pods = await core().listNamespacedPod({ namespace: ns(), labelSelector: 'job-name=kud-live' });
+    const pods = await core().listNamespacedPod({ namespace: fns(), labelSelector: 'job-name=kud-live' });
     expect(pods.items).toHaveLength(1);
     expect(pods.items[0]?.status?.phase).toBe('Running');
     expect(((await status('live')).status as { job?: unknown }).job).toBeUndefined();
-    const deliveries = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-live'));
+    const deliveries = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-live'));
     expect(summary(deliveries).filter(([target]) => target === 'kud-job-launch')).toEqual([
       ['kud-job-launch', 204, undefined],
     ]);
     const progress = (await status('live')).status as { job?: Record<string, unknown> };
     expect(progress.job).toMatchObject({
       name: 'kud-live',
+      namespace: fns(),
       pod: pods.items[0]?.metadata?.name,
+      nodeName: pods.items[0]?.spec?.nodeName,
       phase: 'Running',
       deadline: expect.any(String),
     });
@@ -475,10 +503,32 @@ describeOnNode('the KUD Job lifecycle', () => {
     expect(progress.job?.secondsLeft).toBeGreaterThan(7200 - 120);
     expect(job.status?.startTime).toBeDefined();
     // Released and ended: the update of an ended Job records the completion, not progress.
-    await releaseKudJob(ns(), 'live', 0);
-    await waitForJobEnd(cluster.kubeConfig, ns(), 'kud-live');
-    const ended = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, ns(), 'kud-live'));
+    await releaseKudJob(fns(), 'live', 0);
+    await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-live');
+    const ended = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-live'));
     expect(ended.map((d) => d.reply?.type)).toContain(EventTypes.clusterReady);
     expect(conditionOf(await status('live'), 'Ready')).toMatchObject({ status: 'True' });
+  }, 180_000);
+
+  it('keeps a failed pod’s last log lines on the Provisioning (tenants cannot read pods there)', async () => {
+    await start('broken', 12);
+    await releaseKudJob(fns(), 'broken', 1);
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-broken')).ended).toMatchObject({
+      type: 'Failed',
+    });
+    await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-broken'));
+    const live = await status('broken');
+    expect(conditionOf(live, 'Ready')).toMatchObject({ status: 'False', reason: 'JobFailed' });
+    const job = (live.status as { job?: Record<string, unknown> }).job;
+    expect(job).toMatchObject({
+      name: 'kud-broken',
+      namespace: fns(),
+      pod: expect.stringMatching(/^kud-broken-[a-z0-9]{5}$/),
+      phase: 'Failed',
+      nodeName: expect.any(String),
+    });
+    expect(job?.logTail).toContain('[kud-installer test image] released: exit 1');
+    expect(Buffer.byteLength(String(job?.logTail))).toBeLessThanOrEqual(2048);
+    expect(conditionOf(live, 'Ready')?.message).toContain(`(pod ${String(job?.pod)})`);
   }, 180_000);
 });

@@ -7,7 +7,7 @@
  * image's installer exits 0: kud-succeeds, test/fixtures/node/kud-installers); nothing writes a
  * Job's status but the Job controller.
  */
-import { installScript } from '../../../functions/software-install/ssh/command.js';
+import { startCommand } from '../../../functions/software-install/ssh/detached.js';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
@@ -29,9 +29,10 @@ import {
 
 const cluster = useTestCluster();
 
-const script = `'${installScript()}' sh`;
-const command = (words: string[]) =>
-  `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c ${script} ${words.map((w) => `'${w}'`).join(' ')}`;
+/** The detached install's start command (ssh/detached.ts) a host receives, its install id left out. */
+const command = (words: string[]) => startCommand({ id: '<id>', words, username: 'not-root' });
+const withoutId = (commands: string[] | undefined) =>
+  commands?.map((c) => c.replace(/ sh '[0-9a-f]{24}' /, " sh '<id>' "));
 
 interface StoredSoftware {
   apiVersion: string;
@@ -175,11 +176,11 @@ describeOnNode('software-install', () => {
     ]);
 
     const master = command(['htop', 'curl=7.88.1-10+deb12u5']);
-    expect(hosts[0]?.commands()).toEqual([master]);
+    expect(withoutId(hosts[0]?.commands())).toEqual([master]);
     // m-2 is master and worker: one session with both lists, htop once.
-    expect(hosts[1]?.commands()).toEqual([command(['htop', 'curl=7.88.1-10+deb12u5', 'jq'])]);
-    expect(hosts[2]?.commands()).toEqual([command(['jq', 'htop'])]);
-    expect(hosts[3]?.commands()).toEqual([]);
+    expect(withoutId(hosts[1]?.commands())).toEqual([command(['htop', 'curl=7.88.1-10+deb12u5', 'jq'])]);
+    expect(withoutId(hosts[2]?.commands())).toEqual([command(['jq', 'htop'])]);
+    expect(withoutId(hosts[3]?.commands())).toEqual([]);
 
     status = await readSoftware('tools');
     expect(condition(status, 'Installed')).toMatchObject({ status: 'True', observedGeneration: 1 });

@@ -1,6 +1,7 @@
 /**
  * The RBAC table proven by running the functions under it. The manifests' ServiceAccounts,
- * ClusterRoles and ClusterRoleBindings are applied for real; each function gets a token of its
+ * ClusterRoles and ClusterRoleBindings are applied for real, and the test's namespace onboarded
+ * (manifests/tenant: it is the tenant's, the functions' and BMH_NAMESPACE at once); each function gets a token of its
  * own ServiceAccount (TokenRequest) and runs behind its real HTTP server with nothing else. The
  * test drives every path that needs a permission: a Software waiting for its cluster, the
  * bare-metal chain to cluster.ready and the install over real sshd, a Virtlet cluster (VM pods
@@ -40,6 +41,7 @@ import { RecordingKubeConfig, type ApiCall } from '../../support/recording-kube-
 import { asServiceAccount } from '../../support/service-account-kubeconfig.js';
 import { startSshHosts, type SshHosts } from '../../support/sshd.js';
 import { describeOnNode, kudTestImage, releaseKudJob, waitForJobEnd } from '../../support/node.js';
+import { createVmPod } from '../../support/vm-namespace.js';
 import {
   ChainHarness,
   jobUpdateEvent,
@@ -64,7 +66,7 @@ import {
   rbacTable,
   type Grant,
 } from '../../unit/manifests/rbac-table.js';
-import { applyRbac, deleteRbac, rbacObjectCount } from './rbac-install.js';
+import { applyRbac, deleteRbac, onboardForRbac, rbacObjectCount } from './rbac-install.js';
 import { softwareInstallConfigSchema } from '../../../functions/software-install/config.js';
 import {
   installerRole,
@@ -80,6 +82,8 @@ type FunctionName = 'host-lookup' | 'inventory-render' | 'kud-job-launch' | 'sof
 
 const masterMac = 'aa:bb:cc:00:0e:01';
 const workerMac = 'aa:bb:cc:00:0e:02';
+/** The image test's host of its own: one owner per host, and edge holds the two above. */
+const imagedMac = 'aa:bb:cc:00:0e:03';
 
 /** [target, HTTP status, reply type] of each delivery. */
 const summary = (deliveries: Delivery[]) => deliveries.map((d) => [d.target, d.status, d.reply?.type]);
@@ -177,6 +181,8 @@ describeOnNode('each function under its own ServiceAccount', () => {
     expect(await applyRbac(cluster.kubeconfigPath, namespace, prefix, [namespace])).toBe(
       rbacObjectCount([namespace]),
     );
+    // The namespace is a tenant's too: onboarded as an operator does (manifests/tenant).
+    await onboardForRbac(cluster.kubeconfigPath, namespace, prefix, namespace);
 
     lab = await startSshHosts({ count: 2 });
     const [master, worker] = lab.hosts;
@@ -222,6 +228,12 @@ describeOnNode('each function under its own ServiceAccount', () => {
       namespace,
       bootMac: workerMac,
       nics: [{ name: 'eth0', mac: workerMac, ip: worker.ip }],
+    });
+    await createBareMetalHost(admin(), {
+      name: 'bmh-imaged',
+      namespace,
+      bootMac: imagedMac,
+      nics: [{ name: 'eth0', mac: imagedMac, ip: '10.14.0.3' }],
     });
 
     const env = {
@@ -362,12 +374,13 @@ describeOnNode('each function under its own ServiceAccount', () => {
     expect(conditionOf(await readSoftware('tools'), 'Ready')).toMatchObject({ status: 'True' });
   }, 240_000);
 
-  it('runs host-lookup for a Virtlet cluster (VM pods listed in VM_NAMESPACES only)', async () => {
+  it('runs host-lookup for a Virtlet cluster (VM pods listed in VM_NAMESPACES only, claimed and released)', async () => {
+    const namespace = cluster.namespace;
     const created = await createProvisioning(
       admin(),
       provisioningObject({
         name: 'vms',
-        namespace: cluster.namespace,
+        namespace,
         cluster: 'vm-edge',
         clusterType: 'virtlet-vm',
         masters: [{ label: 'vm-1', mac: 'de:ad:00:0e:00:01' }],
@@ -376,10 +389,30 @@ describeOnNode('each function under its own ServiceAccount', () => {
     expect(summary(await chain.publish(sourceEvent('add', created)))).toEqual([
       ['host-lookup', 200, EventTypes.provisioningFailed],
     ]);
-    expect(conditionOf(await readProvisioning(admin(), cluster.namespace, 'vms'), 'HostsResolved')).toMatchObject(
-      { status: 'False', reason: 'VmNotFound' },
-    );
+    expect(conditionOf(await readProvisioning(admin(), namespace, 'vms'), 'HostsResolved')).toMatchObject({
+      status: 'False',
+      reason: 'VmNotFound',
+    });
     expect(await eventCount('vms', 'VmNotFound')).toBe(1);
+    // The VMs appear: vm-1 is claimed (patch), then released (get, patch) when the spec moves to vm-2.
+    for (const [name, i] of [
+      ['vm-1', 1],
+      ['vm-2', 2],
+    ] as const)
+      await createVmPod(admin(), {
+        namespace,
+        name,
+        networks: [{ name: 'default', mac: `de:ad:00:0e:00:0${i}`, ips: [`10.244.14.${i}`], default: true }],
+      });
+    const retried = await patchSpec('provisionings', 'vms', { masters: [{ 'vm-1': { 'mac-address': 'de:ad:00:0e:00:01' } }, { 'vm-2': { 'mac-address': 'de:ad:00:0e:00:02' } }] });
+    // host-lookup alone: the Virtlet cluster is never installed here.
+    expect((await chain.deliver('host-lookup', sourceEvent('update', retried))).reply?.type).toBe(EventTypes.hostsResolved);
+    const moved = await patchSpec('provisionings', 'vms', { masters: [{ 'vm-2': { 'mac-address': 'de:ad:00:0e:00:02' } }] });
+    expect((await chain.deliver('host-lookup', sourceEvent('update', moved))).reply?.type).toBe(EventTypes.hostsResolved);
+    const consumer = async (name: string) =>
+      (await core().readNamespacedPod({ namespace, name })).metadata?.annotations?.['bpa.akraino.org/consumer'];
+    expect(await consumer('vm-1')).toBeUndefined();
+    expect(await consumer('vm-2')).toMatch(new RegExp(`^${namespace}/vms/`));
   });
 
   it('patches the Events that repeat when a spec change keeps the inventory', async () => {
@@ -472,6 +505,9 @@ describeOnNode('each function under its own ServiceAccount', () => {
     await expect(
       custom().getNamespacedCustomObject({ ...bpaGroup, plural: 'provisionings', namespace, name: 'vms' }),
     ).rejects.toMatchObject({ code: 404 });
+    // Its VM released (get, patch), after the cleanup (none: no KUD Job ran for it).
+    const pod = await core().readNamespacedPod({ namespace, name: 'vm-2' });
+    expect(pod.metadata?.annotations?.['bpa.akraino.org/consumer']).toBeUndefined();
   });
 
   it('software-install notices an install Job that failed without recording an outcome (its sweep reads the Job)', async () => {
@@ -525,7 +561,7 @@ describeOnNode('each function under its own ServiceAccount', () => {
       name: 'imaged',
       namespace,
       cluster: 'imaged',
-      masters: [{ label: 'master-1', mac: masterMac }],
+      masters: [{ label: 'master-1', mac: imagedMac }],
     });
     const created = await createProvisioning(admin(), {
       ...object,
@@ -539,9 +575,21 @@ describeOnNode('each function under its own ServiceAccount', () => {
       version: 'v1alpha1',
       plural: 'baremetalhosts',
       namespace,
-      name: 'bmh-master',
+      name: 'bmh-imaged',
     })) as { spec: { image?: { url?: string } } };
     expect(host.spec.image?.url).toBe('http://image-download.test/node');
+    // Deleted: kud-job-launch releases the host (get, patch) with the image it was given.
+    await custom().deleteNamespacedCustomObject({ ...bpaGroup, plural: 'provisionings', namespace, name: 'imaged' });
+    expect((await chain.deliver('kud-job-launch', pingEvent())).status).toBe(204);
+    const released = (await custom().getNamespacedCustomObject({
+      group: 'metal3.io',
+      version: 'v1alpha1',
+      plural: 'baremetalhosts',
+      namespace,
+      name: 'bmh-imaged',
+    })) as { spec: { image?: unknown; consumerRef?: unknown } };
+    expect(released.spec).not.toHaveProperty('consumerRef');
+    expect(released.spec).not.toHaveProperty('image');
   });
 
   it('renames a cluster: kud-job-launch’s sweep removes the old name’s Job and ConfigMaps', async () => {

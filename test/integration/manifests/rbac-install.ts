@@ -1,19 +1,23 @@
 import { stringify } from 'yaml';
 import { parseObjects } from '../../unit/manifests/kustomize.js';
-import { grantsIn, rbacTable } from '../../unit/manifests/rbac-table.js';
+import { onboardNamespace } from '../../../local/control-plane/tenant.js';
+import { loadAdminKubeConfig } from './admin-kubeconfig.js';
+import { grantsIn, rbacTable, tenantRoleName } from '../../unit/manifests/rbac-table.js';
 import { kubectl, kustomizeInto } from './kubectl.js';
 
 const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 
 /**
- * How many objects applyRbac applies: 3 per account, 2 more (Role, RoleBinding) for
- * install-namespace grants, for BMH_NAMESPACE grants, and per VM namespace for VM_NAMESPACES grants.
+ * How many objects applyRbac applies: 3 per account, 1 more (the `:tenant` ClusterRole) for tenant
+ * grants, 2 more (Role, RoleBinding) for install-namespace grants, for BMH_NAMESPACE grants, and
+ * per VM namespace for VM_NAMESPACES grants.
  */
 export const rbacObjectCount = (vmNamespaces: string[] = []) =>
   Object.values(rbacTable).reduce(
     (count, a) =>
       count +
       3 +
+      ((a.tenantGrants ?? []).length > 0 ? 1 : 0) +
       ((a.installNamespaceGrants ?? []).length > 0 ? 2 : 0) +
       (grantsIn(a, 'BMH_NAMESPACE').length > 0 ? 2 : 0) +
       (grantsIn(a, 'VM_NAMESPACES').length > 0 ? 2 * vmNamespaces.length : 0),
@@ -41,9 +45,20 @@ export async function applyRbac(
   return objects.length;
 }
 
+/**
+ * Onboards `tenant` for the install applyRbac made (manifests/tenant's RoleBindings, to the
+ * prefixed ServiceAccounts of `namespace`), as local/control-plane/tenant.ts does for every engine.
+ */
+export async function onboardForRbac(kubeconfigPath: string, namespace: string, prefix: string, tenant: string) {
+  await onboardNamespace(loadAdminKubeConfig(kubeconfigPath), tenant, { functionsNamespace: namespace, namePrefix: prefix });
+}
+
 /** Deletes the cluster-scoped objects applyRbac made (the ServiceAccounts go with their namespace). */
 export async function deleteRbac(kubeconfigPath: string, prefix: string): Promise<void> {
-  const names = Object.values(rbacTable).map((a) => `${prefix}${a.clusterRole}`);
+  const names = Object.values(rbacTable).flatMap((a) => [
+    `${prefix}${a.clusterRole}`,
+    ...((a.tenantGrants ?? []).length > 0 ? [`${prefix}${tenantRoleName(a)}`] : []),
+  ]);
   await kubectl(kubeconfigPath, ['delete', 'clusterrolebinding', ...names, '--ignore-not-found']);
   await kubectl(kubeconfigPath, ['delete', 'clusterrole', ...names, '--ignore-not-found']);
 }

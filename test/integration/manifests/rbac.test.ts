@@ -9,14 +9,52 @@ import {
   rbacTable,
   type Permission,
 } from '../../unit/manifests/rbac-table.js';
-import { kubectl, mapLimited } from './kubectl.js';
-import { applyRbac, deleteRbac, rbacObjectCount } from './rbac-install.js';
 
-// The RBAC objects applied for real, then the API server asked, as each ServiceAccount, about
-// every permission of the table (yes), a sample of others (no), and for its whole rule list
-// (exactly the table). Rendered into this file's namespace with a name prefix so the
-// cluster-scoped roles do not collide with anything else in the run; BMH_NAMESPACE is this
-// namespace too (docs/deploy.md's overlay), VM_NAMESPACES empty as shipped.
+/** What no account may do in kube-system or any namespace that was not onboarded (contract section 12). */
+const neverOutsideOnboarded: Permission[] = [
+  { group: '', resource: 'secrets', verb: 'get' },
+  { group: '', resource: 'secrets', verb: 'get', resourceName: 'ssh-key-secret' },
+  { group: '', resource: 'secrets', verb: 'list' },
+  { group: '', resource: 'pods', verb: 'create' },
+  { group: 'batch', resource: 'jobs', verb: 'create' },
+  { group: 'rbac.authorization.k8s.io', resource: 'rolebindings', verb: 'create' },
+  { group: 'rbac.authorization.k8s.io', resource: 'roles', verb: 'create' },
+  { group: '', resource: 'serviceaccounts/token', verb: 'create' },
+  { group: '', resource: 'serviceaccounts', verb: 'create' },
+  { group: 'coordination.k8s.io', resource: 'leases', verb: 'update' },
+  { group: 'coordination.k8s.io', resource: 'leases', verb: 'create' },
+  { group: '', resource: 'configmaps', verb: 'update' },
+  { group: '', resource: 'configmaps', verb: 'create' },
+  { group: '', resource: 'events', verb: 'create' },
+  { group: 'bpa.akraino.org', resource: 'provisionings/status', verb: 'update' },
+];
+
+/** What no account may do anywhere: grant what it does not hold, or act as another. */
+const neverAnywhere: Permission[] = [
+  { group: 'rbac.authorization.k8s.io', resource: 'roles', verb: 'escalate' },
+  { group: 'rbac.authorization.k8s.io', resource: 'roles', verb: 'bind' },
+  { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', verb: 'escalate' },
+  { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', verb: 'bind' },
+  { group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings', verb: 'create' },
+  { group: '', resource: 'serviceaccounts', verb: 'impersonate' },
+  { group: '', resource: 'users', verb: 'impersonate' },
+  { group: '', resource: 'groups', verb: 'impersonate' },
+  { group: '', resource: 'serviceaccounts/token', verb: 'create' },
+  { group: '', resource: 'pods', verb: 'create' },
+  { group: '', resource: 'pods/exec', verb: 'create' },
+  { group: '', resource: 'nodes/proxy', verb: 'get' },
+];
+import { kubectl, mapLimited } from './kubectl.js';
+import { applyRbac, deleteRbac, onboardForRbac, rbacObjectCount } from './rbac-install.js';
+
+// The RBAC objects applied for real, then the API server asked (`kubectl auth can-i --as=<sa>`),
+// as each ServiceAccount, about every permission of the table in the place the table says (yes)
+// and elsewhere (no), a sample of others (no), what none may do in kube-system or a namespace
+// that was not onboarded (no), and for its whole rule list (exactly the table). Rendered into
+// this file's namespace with a name prefix so the cluster-scoped roles do not collide with
+// anything else in the run; this namespace is the functions' namespace, BMH_NAMESPACE
+// (docs/deploy.md's overlay) and an onboarded tenant's (manifests/tenant) at once; VM_NAMESPACES
+// empty as shipped. `some-user-namespace` and kube-system were not onboarded.
 const cluster = useTestCluster({ namespacePrefix: 'manifests-rbac' });
 let prefix = '';
 const userOf = (serviceAccount: string) => `system:serviceaccount:${cluster.namespace}:${prefix}${serviceAccount}`;
@@ -65,6 +103,7 @@ async function rulesOf(serviceAccount: string, namespace: string) {
 beforeAll(async () => {
   prefix = `${cluster.namespace}-`;
   expect(await applyRbac(cluster.kubeconfigPath, cluster.namespace, prefix)).toBe(rbacObjectCount());
+  await onboardForRbac(cluster.kubeconfigPath, cluster.namespace, prefix, cluster.namespace);
 });
 
 afterAll(async () => {
@@ -73,10 +112,52 @@ afterAll(async () => {
 
 describe.each(Object.entries(rbacTable))('%s', (_, account) => {
   const granted = permissionsOf(grantsAsRules(account.grants));
+  const inTenants = permissionsOf(grantsAsRules(account.tenantGrants ?? []));
 
-  it('may do every call of the RBAC table, in every namespace', async () => {
+  it('may do the cluster-wide calls of the RBAC table (reads only) in every namespace', async () => {
     const answers = await mapLimited(granted, 4, async (p) => [permissionKey(p), await canI(account.serviceAccount, p)]);
     expect(answers).toEqual(granted.map((p) => [permissionKey(p), true]));
+    expect(granted.filter((p) => !['get', 'list', 'watch'].includes(p.verb))).toEqual([]);
+  });
+
+  it('may do the tenant calls in an onboarded namespace, and not in one that was not onboarded', async () => {
+    const here = await mapLimited(inTenants, 4, async (p) => [
+      permissionKey(p),
+      await canI(account.serviceAccount, p, cluster.namespace),
+    ]);
+    expect(here).toEqual(inTenants.map((p) => [permissionKey(p), true]));
+    const tenantOnly = inTenants.filter((p) => !granted.some((g) => permissionKey(g) === permissionKey(p)));
+    for (const elsewhere of ['some-user-namespace', 'kube-system']) {
+      const answers = await mapLimited(tenantOnly, 4, async (p) => [
+        permissionKey(p),
+        await canI(account.serviceAccount, p, elsewhere),
+      ]);
+      expect({ elsewhere, answers }).toEqual({ elsewhere, answers: tenantOnly.map((p) => [permissionKey(p), false]) });
+    }
+    // Nor cluster-wide (which `--all-namespaces` asks).
+    const clusterWide = await mapLimited(tenantOnly, 4, async (p) => [permissionKey(p), await canI(account.serviceAccount, p)]);
+    expect(clusterWide).toEqual(tenantOnly.map((p) => [permissionKey(p), false]));
+  });
+
+  it('may read no Secret, create no pod, Job, RoleBinding or token, update no Lease or ConfigMap in kube-system or a namespace not onboarded', async () => {
+    for (const namespace of ['kube-system', 'some-user-namespace']) {
+      const answers = await mapLimited(neverOutsideOnboarded, 4, async (p) => [
+        permissionKey(p),
+        await canI(account.serviceAccount, p, namespace),
+      ]);
+      expect({ namespace, answers }).toEqual({
+        namespace,
+        answers: neverOutsideOnboarded.map((p) => [permissionKey(p), false]),
+      });
+    }
+  });
+
+  it('may not escalate, bind, impersonate, create pods or tokens anywhere', async () => {
+    const answers = await mapLimited(neverAnywhere, 4, async (p) => [
+      permissionKey(p),
+      (await canI(account.serviceAccount, p)) || (await canI(account.serviceAccount, p, cluster.namespace)),
+    ]);
+    expect(answers).toEqual(neverAnywhere.map((p) => [permissionKey(p), false]));
   });
 
   it('may not do the forbidden samples, nor write specs or read other Secrets', async () => {
@@ -89,6 +170,7 @@ describe.each(Object.entries(rbacTable))('%s', (_, account) => {
   const installOnly = inInstallNamespace.filter(
     (p) => !granted.some((g) => permissionKey(g) === permissionKey(p)),
   );
+  // The test's namespace is also an onboarded tenant's: those checks are the tenant test's.
 
   it('may do the install-namespace calls there, and only there', async () => {
     const here = await mapLimited(inInstallNamespace, 4, async (p) => [
@@ -113,9 +195,16 @@ describe.each(Object.entries(rbacTable))('%s', (_, account) => {
     const installRules = (await rulesOf(account.serviceAccount, cluster.namespace)).filter(
       (r) => !r.apiGroups.every((g) => selfReviews.includes(g)),
     );
-    // The install namespace is BMH_NAMESPACE here too.
+    // The install namespace is BMH_NAMESPACE and an onboarded tenant's here too.
     const inBmhNamespace = permissionsOf(grantsAsRules(grantsIn(account, 'BMH_NAMESPACE')));
-    expect(keys(permissionsOf(installRules))).toEqual(keys([...granted, ...inInstallNamespace, ...inBmhNamespace]));
+    expect(keys(permissionsOf(installRules))).toEqual(
+      keys([...granted, ...inInstallNamespace, ...inBmhNamespace, ...inTenants]),
+    );
+    // kube-system: the cluster-wide reads, nothing else.
+    const systemRules = (await rulesOf(account.serviceAccount, 'kube-system')).filter(
+      (r) => !r.apiGroups.every((g) => selfReviews.includes(g)),
+    );
+    expect(keys(permissionsOf(systemRules))).toEqual(keys(granted));
   });
 
   const bmhOnly = permissionsOf(grantsAsRules(grantsIn(account, 'BMH_NAMESPACE')));
@@ -154,5 +243,5 @@ it('the table has BareMetalHost and VM pod grants for host-lookup (the checks ab
     'patch metal3.io/baremetalhosts',
     'watch metal3.io/baremetalhosts',
   ]);
-  expect(keys('VM_NAMESPACES')).toEqual(['list core/pods']);
+  expect(keys('VM_NAMESPACES')).toEqual(['get core/pods', 'list core/pods', 'patch core/pods']);
 });

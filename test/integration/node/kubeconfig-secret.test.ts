@@ -5,22 +5,23 @@
  * installer STAND-IN (local/kud-stand-in: real Ansible pings real OpenSSH hosts in network
  * namespaces; it installs nothing) writes a clearly marked admin.conf where KUD writes it, under
  * the node's hostPath, and the publisher Job (the functions' own image, mapped by
- * local/node/images.yaml to dist/bundle/kubeconfig-publisher.mjs) copies it into the Secret with
- * its own ServiceAccount, which the real API server's RBAC lets update that one Secret only.
- * Nothing patches a Job's status here. Starts its own cluster (its own slot). Needs root.
+ * local/node/images.yaml to dist/bundle/kubeconfig-publisher.mjs) runs in the functions' namespace
+ * with no API token and prints it as one framed line; kud-job-launch reads that log, writes the
+ * Secret and deletes the publisher Job (docs/adr/0009). Nothing patches a Job's status here. Starts its own cluster (its own slot). Needs root.
  */
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import {
-  AuthorizationV1Api,
   BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubernetesObjectApi,
+  RbacAuthorizationV1Api,
+  Watch,
   type KubernetesObject,
+  type V1Job,
+  type V1Pod,
 } from '@kubernetes/client-node';
 import { applyObject, waitFor } from '../../../local/control-plane/index.js';
 import type { LabHost } from '../../../local/lab/lab-definition.js';
@@ -30,28 +31,29 @@ import type { Stack } from '../../../local/stack.js';
 import { startStackCluster, type StackCluster } from '../../../local/stack/cluster.js';
 import { startNodeLabStack } from '../../support/node.js';
 
-const run = promisify(execFile);
-
 let cluster: StackCluster;
 let network: LabNetwork;
 let sshd: SshHosts;
 let stack: Stack;
 let dir: string;
 let namespace: string;
+let functionsNamespace: string;
+/** edge-k's host and edge-f's: a host serves one Provisioning at a time (contract section 12). */
 let master: LabHost;
+let second: LabHost;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bpa-kubeconfig-node-'));
   cluster = await startStackCluster({ fallBack: false });
-  network = await createLabNetwork(cluster.nodeNetwork!, [241]);
-  const [a] = network.hosts as [LabNetwork['hosts'][0]];
+  network = await createLabNetwork(cluster.nodeNetwork!, [241, 242]);
+  const [a, b] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
   sshd = await startSshHosts({
-    count: 1,
-    addresses: [a.ip],
-    netns: [a.netns],
+    count: 2,
+    addresses: [a.ip, b.ip],
+    netns: [a.netns, b.netns],
     port: 22,
     username: 'root',
-    behaviours: [{ kind: 'lab' }],
+    behaviours: [{ kind: 'lab' }, { kind: 'lab' }],
   });
   master = {
     label: 'master-1',
@@ -61,9 +63,17 @@ beforeAll(async () => {
     ip: a.ip,
     inLeaseFile: true,
   };
-  ({ namespace, stack } = await startNodeLabStack({
+  second = {
+    label: 'master-2',
+    role: 'master',
+    bmhName: 'server-master-2',
+    mac: '52:54:00:4c:00:02',
+    ip: b.ip,
+    inLeaseFile: true,
+  };
+  ({ namespace, functionsNamespace, stack } = await startNodeLabStack({
     cluster,
-    hosts: [master],
+    hosts: [master, second],
     sshKey: sshd,
     dir,
     namespacePrefix: 'kubeconfig-node',
@@ -81,19 +91,23 @@ afterAll(async () => {
 
 type Condition = { type: string; status: string; reason?: string; message?: string };
 type Provisioning = KubernetesObject & {
-  status?: { conditions?: Condition[]; kubeconfigSecret?: string };
+  status?: {
+    conditions?: Condition[];
+    kubeconfigSecret?: string;
+    ownedObjects?: { kind: string; namespace: string; name: string; uid: string }[];
+  };
 };
 
 function apply(object: KubernetesObject) {
   return applyObject(KubernetesObjectApi.makeApiClient(cluster.kubeConfig), object as never);
 }
 
-const provisioning = (name: string): KubernetesObject =>
+const provisioning = (name: string, host: LabHost = master): KubernetesObject =>
   ({
     apiVersion: 'bpa.akraino.org/v1alpha1',
     kind: 'Provisioning',
     metadata: { name, namespace, labels: { cluster: name } },
-    spec: { masters: [{ [master.label]: { 'mac-address': master.mac } }] },
+    spec: { masters: [{ [host.label]: { 'mac-address': host.mac } }] },
   }) as KubernetesObject;
 
 const readProvisioning = async (name: string) =>
@@ -112,37 +126,61 @@ const conditionOf = (object: Provisioning, type: string) =>
 const kubeconfigPublished = (name: string) =>
   waitFor(
     async () => {
-      const found = conditionOf(await readProvisioning(name), 'KubeconfigPublished');
+      const live = await readProvisioning(name);
+      // A KUD Job that failed never gets a kubeconfig: its condition is the answer (and says why).
+      const kud = conditionOf(live, 'KudInstalled');
+      if (kud?.status === 'False') return { ...kud, type: 'KudInstalled' };
+      const found = conditionOf(live, 'KubeconfigPublished');
       return found && found.status !== 'Unknown' ? found : undefined;
     },
     { what: `KubeconfigPublished of ${name} decided`, timeoutMs: 240_000, intervalMs: 500 },
   );
 
-const podOf = async (jobName: string) => {
-  const pods = await cluster.kubeConfig
-    .makeApiClient(CoreV1Api)
-    .listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` });
-  expect(pods.items).toHaveLength(1);
-  return pods.items[0]!;
-};
+/**
+ * Everything the API server said about the Jobs and pods of the functions' namespace while `body`
+ * ran: the publisher is deleted once it has been read, so a watch is the only way to see it.
+ */
+async function watchingFunctionsNamespace<T>(body: () => Promise<T>) {
+  const jobs = new Map<string, V1Job>();
+  const pods = new Map<string, V1Pod>();
+  const watch = new Watch(cluster.kubeConfig);
+  const watches = await Promise.all([
+    watch.watch(
+      `/apis/batch/v1/namespaces/${functionsNamespace}/jobs`,
+      {},
+      (_t, job: V1Job) => void jobs.set(job.metadata!.name!, job),
+      () => undefined,
+    ),
+    watch.watch(
+      `/api/v1/namespaces/${functionsNamespace}/pods`,
+      {},
+      (_t, pod: V1Pod) => void pods.set(pod.metadata!.name!, pod),
+      () => undefined,
+    ),
+  ]);
+  try {
+    return { result: await body(), jobs, pods };
+  } finally {
+    for (const w of watches) w.abort();
+  }
+}
 
-const canI = async (verb: string, name: string | undefined, serviceAccount: string) => {
-  const review = await cluster.kubeConfig.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
-    body: {
-      spec: {
-        user: `system:serviceaccount:${namespace}:${serviceAccount}`,
-        groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-        resourceAttributes: { namespace, verb, resource: 'secrets', ...(name ? { name } : {}) },
-      },
-    },
-  });
-  return review.status?.allowed === true;
-};
+const podsOfJob = (pods: Map<string, V1Pod>, job: V1Job | undefined) =>
+  [...pods.values()].filter(
+    (pod) =>
+      job?.metadata?.uid && pod.metadata?.labels?.['batch.kubernetes.io/controller-uid'] === job.metadata.uid,
+  );
 
 describe('the kubeconfig Secret, published on the node', () => {
   it('a KUD Job that succeeds: admin.conf from the node is the Secret <cluster>-admin-kubeconfig (key value), owned by the Provisioning, named in status', async () => {
-    await apply(provisioning('edge-k'));
-    const published = await kubeconfigPublished('edge-k');
+    const {
+      result: published,
+      jobs,
+      pods,
+    } = await watchingFunctionsNamespace(async () => {
+      await apply(provisioning('edge-k'));
+      return kubeconfigPublished('edge-k');
+    });
     expect(published).toMatchObject({ status: 'True', reason: 'KubeconfigPublished' });
     const live = await readProvisioning('edge-k');
     expect(live.status?.kubeconfigSecret).toBe('edge-k-admin-kubeconfig');
@@ -166,43 +204,79 @@ describe('the kubeconfig Secret, published on the node', () => {
         controller: true,
       }),
     ]);
+    // Ours by uid: recorded in the Provisioning's status when it was created.
+    expect(live.status?.ownedObjects).toContainEqual({
+      kind: 'Secret',
+      namespace,
+      name: 'edge-k-admin-kubeconfig',
+      uid: secret.metadata?.uid,
+    });
 
-    // The publisher ran on the node the KUD pod ran on, as its own ServiceAccount.
-    const kudPod = await podOf('kud-edge-k');
-    const publisherPod = await podOf('kud-edge-k-kubeconfig');
-    expect(publisherPod.spec?.nodeName).toBe(kudPod.spec?.nodeName);
-    expect(publisherPod.spec?.serviceAccountName).toBe('kud-edge-k-kubeconfig');
+    // The publisher ran in the functions' namespace, on the node the KUD pod ran on, with no API
+    // token, no host network and only the artifacts directory mounted read-only.
+    const kudJob = jobs.get('kud-edge-k');
+    const publisherJob = jobs.get('kud-edge-k-kubeconfig');
+    expect(publisherJob?.metadata?.namespace).toBe(functionsNamespace);
+    expect(publisherJob?.metadata?.labels).toMatchObject({
+      cluster: 'edge-k',
+      'bpa.akraino.org/provisioning-uid': live.metadata?.uid,
+    });
+    const [kudPod] = podsOfJob(pods, kudJob);
+    const publisherPods = podsOfJob(pods, publisherJob);
+    expect(publisherPods).toHaveLength(1);
+    const publisherPod = publisherPods[0]!;
+    expect(kudPod?.spec?.nodeName).toBeTruthy();
+    expect(publisherPod.spec?.nodeName).toBe(kudPod?.spec?.nodeName);
+    expect(publisherPod.spec?.automountServiceAccountToken).toBe(false);
+    expect(JSON.stringify(publisherPod.spec?.volumes ?? [])).not.toContain('serviceAccountToken');
     expect(publisherPod.spec?.hostNetwork).toBeFalsy();
-    const job = await cluster.kubeConfig
-      .makeApiClient(BatchV1Api)
-      .readNamespacedJob({ name: 'kud-edge-k-kubeconfig', namespace });
-    expect(job.spec?.template.spec?.containers[0]?.volumeMounts).toEqual([
+    expect(publisherJob?.spec?.template.spec?.containers[0]?.volumeMounts).toEqual([
       expect.objectContaining({ readOnly: true }),
     ]);
 
-    // That ServiceAccount may read and update this one Secret, and create or touch no other.
-    expect(await canI('update', 'edge-k-admin-kubeconfig', 'kud-edge-k-kubeconfig')).toBe(true);
-    expect(await canI('update', 'ssh-key-secret', 'kud-edge-k-kubeconfig')).toBe(false);
-    expect(await canI('get', 'ssh-key-secret', 'kud-edge-k-kubeconfig')).toBe(false);
-    expect(await canI('create', undefined, 'kud-edge-k-kubeconfig')).toBe(false);
-    expect(await canI('list', undefined, 'kud-edge-k-kubeconfig')).toBe(false);
+    // Read and gone: the publisher Job (with its pod and the log that held the credential) is
+    // deleted once the Secret is written.
+    await waitFor(
+      async () => {
+        const left = await cluster.kubeConfig
+          .makeApiClient(BatchV1Api)
+          .readNamespacedJob({ name: 'kud-edge-k-kubeconfig', namespace: functionsNamespace })
+          .then(
+            () => undefined,
+            (error: { code?: number }) => (error.code === 404 ? true : undefined),
+          );
+        return left;
+      },
+      { what: 'the publisher Job deleted', timeoutMs: 60_000, intervalMs: 500 },
+    );
+    // No per-cluster ServiceAccount, Role or RoleBinding for it any more (ADR 0009, revised).
+    const rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    for (const at of [namespace, functionsNamespace]) {
+      await expect(
+        core.readNamespacedServiceAccount({ name: 'kud-edge-k-kubeconfig', namespace: at }),
+      ).rejects.toMatchObject({ code: 404 });
+      await expect(
+        rbac.readNamespacedRole({ name: 'kud-edge-k-kubeconfig', namespace: at }),
+      ).rejects.toMatchObject({
+        code: 404,
+      });
+      await expect(
+        rbac.readNamespacedRoleBinding({ name: 'kud-edge-k-kubeconfig', namespace: at }),
+      ).rejects.toMatchObject({ code: 404 });
+    }
 
-    // The credentials never reach a log or an Event: the publisher's log names the Secret only.
-    const log = (
-      await run(
-        'kubectl',
-        ['--kubeconfig', cluster.kubeconfigPath, '-n', namespace, 'logs', 'job/kud-edge-k-kubeconfig'],
-        { timeout: 60_000 },
-      )
-    ).stdout;
-    expect(log).toContain('"msg":"kubeconfig published"');
-    expect(log).toContain(`"secret":"${namespace}/edge-k-admin-kubeconfig"`);
-    const events = await core.listNamespacedEvent({ namespace });
+    // The credentials never reach the functions' log or an Event (the publisher's own log held
+    // them, by design, until its deletion above).
+    const events = [
+      ...(await core.listNamespacedEvent({ namespace })).items,
+      ...(await core.listNamespacedEvent({ namespace: functionsNamespace })).items,
+    ];
     const stackLog = await readFile(join(dir, 'stack.log'), 'utf8');
-    for (const text of [log, stackLog, ...events.items.map((e) => e.message ?? '')]) {
+    for (const text of [stackLog, ...events.map((e) => e.message ?? '')]) {
       expect(text).not.toContain('STAND-IN admin.conf');
       expect(text).not.toContain(secret.data?.value ?? 'no value');
     }
+    expect(JSON.stringify(live.status)).not.toContain(secret.data?.value ?? 'no value');
   }, 300_000);
 
   it('a Secret of that name the functions did not create: ObjectConflict, left untouched, no publisher', async () => {
@@ -211,8 +285,10 @@ describe('the kubeconfig Secret, published on the node', () => {
       namespace,
       body: { metadata: { name: 'edge-f-admin-kubeconfig' }, stringData: { value: 'mine' } },
     });
-    await apply(provisioning('edge-f'));
-    const published = await kubeconfigPublished('edge-f');
+    const { result: published, jobs } = await watchingFunctionsNamespace(async () => {
+      await apply(provisioning('edge-f', second));
+      return kubeconfigPublished('edge-f');
+    });
     expect(published).toMatchObject({ status: 'False', reason: 'ObjectConflict' });
     expect(published.message).toContain(`Secret ${namespace}/edge-f-admin-kubeconfig already exists`);
     const live = await readProvisioning('edge-f');
@@ -221,10 +297,8 @@ describe('the kubeconfig Secret, published on the node', () => {
     const secret = await core.readNamespacedSecret({ name: 'edge-f-admin-kubeconfig', namespace });
     expect(Buffer.from(secret.data?.value ?? '', 'base64').toString()).toBe('mine');
     expect(secret.metadata?.ownerReferences).toBeUndefined();
-    await expect(
-      cluster.kubeConfig
-        .makeApiClient(BatchV1Api)
-        .readNamespacedJob({ name: 'kud-edge-f-kubeconfig', namespace }),
-    ).rejects.toMatchObject({ code: 404 });
+    // Nothing printed the credential for a Secret it could not be written to.
+    expect(jobs.has('kud-edge-f')).toBe(true);
+    expect(jobs.has('kud-edge-f-kubeconfig')).toBe(false);
   }, 300_000);
 });

@@ -43,10 +43,16 @@ let sshd: SshHosts;
 let stack: Stack;
 let dir: string;
 let namespace: string;
+/** The functions' namespace: the KUD Jobs and their pods run there (contract section 12). */
+let functionsNamespace: string;
 let cacheDir: string;
 
-/** answering-1 and answering-2 answer; silent-1 never does; nowhere-1 is an address with no host. */
-let hosts: Record<'answering1' | 'answering2' | 'silent' | 'nowhere', LabHost>;
+/**
+ * answering-1, answering-2 and answering-3 answer; silent-1 never does; nowhere-1 is an address
+ * with no host. A host serves one Provisioning at a time (its BareMetalHost's consumerRef, contract
+ * section 12), so each cluster of this file has hosts of its own.
+ */
+let hosts: Record<'answering1' | 'answering2' | 'answering3' | 'silent' | 'nowhere', LabHost>;
 
 const host = (label: string, mac: string, ip: string, role: LabHost['role']): LabHost => ({
   label,
@@ -65,24 +71,30 @@ beforeAll(async () => {
     fallBack: false,
     extraImageMaps: [fileURLToPath(new URL('../../fixtures/node/images.yaml', import.meta.url))],
   });
-  network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253]);
-  const [a, b, c] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
+  network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253, 254]);
+  const [a, b, c, d] = network.hosts as [
+    LabNetwork['hosts'][0],
+    LabNetwork['hosts'][0],
+    LabNetwork['hosts'][0],
+    LabNetwork['hosts'][0],
+  ];
   sshd = await startSshHosts({
-    count: 3,
-    addresses: [a.ip, b.ip, c.ip],
-    netns: [a.netns, b.netns, c.netns],
+    count: 4,
+    addresses: [a.ip, b.ip, c.ip, d.ip],
+    netns: [a.netns, b.netns, c.netns, d.netns],
     port: 22,
     username: 'root',
-    behaviours: [{ kind: 'lab' }, { kind: 'lab' }, { kind: 'hang', seconds: 600 }],
+    behaviours: [{ kind: 'lab' }, { kind: 'lab' }, { kind: 'hang', seconds: 600 }, { kind: 'lab' }],
   });
   const prefix = cluster.nodeNetwork!.subnetPrefix;
   hosts = {
     answering1: host('answering-1', '52:54:00:4b:00:01', a.ip, 'master'),
     answering2: host('answering-2', '52:54:00:4b:00:02', b.ip, 'worker'),
+    answering3: host('answering-3', '52:54:00:4b:00:05', d.ip, 'master'),
     silent: host('silent-1', '52:54:00:4b:00:03', c.ip, 'master'),
     nowhere: host('nowhere-1', '52:54:00:4b:00:04', `${prefix}.250`, 'worker'),
   };
-  ({ namespace, stack } = await startNodeLabStack({
+  ({ namespace, functionsNamespace, stack } = await startNodeLabStack({
     cluster,
     hosts: Object.values(hosts),
     sshKey: sshd,
@@ -144,7 +156,9 @@ async function kudInstalled(name: string) {
 }
 
 const readJob = (cluster_: string): Promise<V1Job> =>
-  cluster.kubeConfig.makeApiClient(BatchV1Api).readNamespacedJob({ name: `kud-${cluster_}`, namespace });
+  cluster.kubeConfig
+    .makeApiClient(BatchV1Api)
+    .readNamespacedJob({ name: `kud-${cluster_}`, namespace: functionsNamespace });
 const jobCondition = (job: V1Job, type: string) =>
   job.status?.conditions?.find((c) => c.type === type && c.status === 'True');
 
@@ -152,7 +166,7 @@ const kubectl = async (...args: string[]) =>
   (
     await run(
       'kubectl',
-      ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', cacheDir, '-n', namespace, ...args],
+      ['--kubeconfig', cluster.kubeconfigPath, '--cache-dir', cacheDir, '-n', functionsNamespace, ...args],
       { timeout: 60_000 },
     )
   ).stdout;
@@ -192,7 +206,7 @@ describe('the KUD Job on the node', () => {
   }, 300_000);
 
   it('exit 1 (a host does not answer): Failed with BackoffLimitExceeded, the contract message, and kubectl logs shows why', async () => {
-    await apply(provisioning('unreachable', [hosts.answering1], [hosts.nowhere]));
+    await apply(provisioning('unreachable', [hosts.answering3], [hosts.nowhere]));
     const installed = await kudInstalled('unreachable');
     const podName = await kubectl(
       'get',
@@ -235,8 +249,12 @@ describe('the KUD Job on the node', () => {
         () => true,
         (error: unknown) => (isStatus(error, 404) ? false : Promise.reject(error)),
       ),
-      pods: (await core.listNamespacedPod({ namespace, labelSelector: 'job-name=kud-reachable' })).items
-        .length,
+      pods: (
+        await core.listNamespacedPod({
+          namespace: functionsNamespace,
+          labelSelector: 'job-name=kud-reachable',
+        })
+      ).items.length,
       configMaps: (
         await core.listNamespacedConfigMap({ namespace, labelSelector: 'cluster=reachable' })
       ).items.map((c) => c.metadata?.name),

@@ -5,6 +5,10 @@
  * Packages come from the root's local `file:` repository (hello, tree fetched at prereq time;
  * bpa-test-slow built there), so nothing leaves the machine. Concurrent installs are serialised
  * by the per-host Lease against the real kube-apiserver of the integration run.
+ *
+ * The install runs detached on the host (ssh/detached.ts): stopping the polling (the Software
+ * deleted) or its timeout leaves dpkg running to its end and the root consistent, and a second
+ * installer of the same install attaches to the running one instead of starting another apt.
  */
 import { randomUUID } from 'node:crypto';
 import { CoordinationV1Api } from '@kubernetes/client-node';
@@ -26,10 +30,16 @@ let shared: DebianHost;
 let unpackKilled: DebianHost;
 let configureKilled: DebianHost;
 let broken: DebianHost;
+let deleted: DebianHost;
+let timedOut: DebianHost;
+let rerun: DebianHost;
 
 beforeAll(async () => {
-  lab = await startDebianHosts({ count: 5, firstAddress: 70 });
-  [fresh, shared, unpackKilled, configureKilled, broken] = lab.hosts as [
+  lab = await startDebianHosts({ count: 8, firstAddress: 70 });
+  [fresh, shared, unpackKilled, configureKilled, broken, deleted, timedOut, rerun] = lab.hosts as [
+    DebianHost,
+    DebianHost,
+    DebianHost,
     DebianHost,
     DebianHost,
     DebianHost,
@@ -46,13 +56,37 @@ const runOptions = (): Omit<InstallRunOptions, 'hosts'> => ({
   hostKeys: { mode: 'known-hosts', knownHosts: lab.knownHosts() },
   connectTimeoutMs: 10_000,
   commandTimeoutMs: 120_000,
+  pollIntervalMs: 300,
 });
-const plan = (host: DebianHost, ...packages: string[]) =>
+/** Each call is its own install (a new key), unless `key` names one: the same key attaches. */
+const plan = (host: DebianHost, ...packages: string[]) => planFor(randomUUID(), host, ...packages);
+const planFor = (key: string, host: DebianHost, ...packages: string[]) =>
   planInstall(
     [{ node: `node-${host.ip}`, ip: host.ip, packages: packages.map((name) => ({ name })) }],
     'root',
     30,
+    key,
   );
+
+/** Waits until a process of the host matches `running`. */
+async function waitForProcess(host: DebianHost, running: RegExp): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if ((await host.processes()).some((p) => running.test(p.command))) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no process matching ${running} on ${host.ip}`);
+}
+
+/** Waits until no apt or dpkg runs on the host any more (the detached install ended). */
+async function waitForNoDpkg(host: DebianHost): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (!(await host.processes()).some((p) => /apt-get|dpkg/.test(p.command))) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`apt or dpkg still running on ${host.ip}`);
+}
 
 const status = async (host: DebianHost, pkg: string) =>
   (await host.shell(`dpkg-query -W -f='\${Status}' ${pkg} 2>&1`)).stdout;
@@ -63,7 +97,10 @@ async function killDpkgWhen(host: DebianHost, running: RegExp): Promise<string[]
   while (Date.now() < deadline) {
     const processes = await host.processes();
     if (processes.some((p) => running.test(p.command))) {
-      const victims = processes.filter((p) => /apt-get|dpkg|bpa-test-slow|sleep|sh -c/.test(p.command));
+      // The detached wrapper and script (under /var/lib/bpa-functions) too: a kill from outside.
+      const victims = processes.filter((p) =>
+        /apt-get|dpkg|bpa-test-slow|sleep|sh -c|\/var\/lib\/bpa-functions/.test(p.command),
+      );
       for (const { pid } of victims) process.kill(pid, 'SIGKILL');
       return victims.map((v) => v.command);
     }
@@ -171,4 +208,73 @@ it('a root the repair cannot fix is reported with dpkg’s own words, not hidden
   expect(stderr).toMatch(/bpa-test-slow postinst: failing/);
   expect(stderr).toMatch(/dpkg: error processing package bpa-test-slow/);
   expect(await status(broken, 'hello')).toMatch(/no packages found/);
+}, 180_000);
+
+it('the Software deleted during a slow install: polling stops at once, dpkg runs to its end, the root is consistent', async () => {
+  await deleted.shell('mkdir -p /etc/bpa-test-slow && echo 6 > /etc/bpa-test-slow/postinst-seconds');
+  const stop = new AbortController();
+  const running = runRetriedInstall({
+    ...runOptions(),
+    hosts: plan(deleted, 'bpa-test-slow'),
+    lock: { acquire: async () => ({ release: async () => undefined }) },
+    signal: stop.signal,
+  });
+  await waitForProcess(deleted, /bpa-test-slow\.postinst configure/);
+  stop.abort('the Software was deleted');
+  const [result] = await running;
+  expect(result?.error?.reason).toBe('PollingStopped');
+  expect(result?.error?.message).toMatch(/left running on the host: dpkg is never killed/);
+  expect(result?.attempts).toBe(1);
+  // dpkg is still there, in the middle of the postinst, after the installer let go.
+  expect((await deleted.processes()).some((p) => /dpkg/.test(p.command))).toBe(true);
+  await waitForNoDpkg(deleted);
+  expect(await status(deleted, 'bpa-test-slow')).toBe('install ok installed');
+  expect((await deleted.shell('dpkg --audit')).stdout).toBe('');
+  expect((await deleted.shell('cat /var/lib/bpa-functions/installs/*/exit')).stdout).toBe('0\n');
+}, 180_000);
+
+it('an SSH timeout during a slow install reports CommandTimeout and leaves dpkg to finish', async () => {
+  await timedOut.shell('mkdir -p /etc/bpa-test-slow && echo 8 > /etc/bpa-test-slow/postinst-seconds');
+  const [result] = await runInstall({
+    ...runOptions(),
+    commandTimeoutMs: 2000,
+    hosts: plan(timedOut, 'bpa-test-slow'),
+  });
+  expect(result?.error?.reason).toBe('CommandTimeout');
+  expect(result?.error?.message).toMatch(/left running on the host/);
+  await waitForNoDpkg(timedOut);
+  expect(await status(timedOut, 'bpa-test-slow')).toBe('install ok installed');
+  expect((await timedOut.shell('dpkg --audit')).stdout).toBe('');
+}, 180_000);
+
+it('a re-run of the same install finds the detached one and polls it: one apt, its outcome', async () => {
+  await rerun.shell('mkdir -p /etc/bpa-test-slow && echo 6 > /etc/bpa-test-slow/postinst-seconds');
+  const key = `${randomUUID()}@1`;
+  const stop = new AbortController();
+  const first = runInstall({
+    ...runOptions(),
+    hosts: planFor(key, rerun, 'bpa-test-slow'),
+    signal: stop.signal,
+  });
+  await waitForProcess(rerun, /bpa-test-slow\.postinst configure/);
+  stop.abort('the install Job pod stopped');
+  expect((await first)[0]?.error?.reason).toBe('PollingStopped');
+  // The Job's next pod (or another Job of the same generation): the same plan attaches.
+  const [second] = await runInstall({ ...runOptions(), hosts: planFor(key, rerun, 'bpa-test-slow') });
+  expect(second?.error).toBeUndefined();
+  expect(second?.exitCode).toBe(0);
+  expect((second as { attached?: boolean }).attached).toBe(true);
+  expect(second?.stdoutTail.join('\n')).toMatch(/Setting up bpa-test-slow/);
+  // One install directory, one apt run: its log shows one unpack of the package.
+  const dirs = (await rerun.shell('ls /var/lib/bpa-functions/installs')).stdout.trim().split('\n');
+  expect(dirs).toHaveLength(1);
+  const out = (await rerun.shell(`cat /var/lib/bpa-functions/installs/${dirs[0]}/out`)).stdout;
+  expect(out.match(/Unpacking bpa-test-slow/g)).toHaveLength(1);
+  expect(await status(rerun, 'bpa-test-slow')).toBe('install ok installed');
+  expect((await rerun.shell('dpkg --audit')).stdout).toBe('');
+  // Once it ended, the same install again is a new run (a retry re-runs apt).
+  await rerun.shell('rm /etc/bpa-test-slow/postinst-seconds');
+  const [third] = await runInstall({ ...runOptions(), hosts: planFor(key, rerun, 'bpa-test-slow') });
+  expect(third?.error).toBeUndefined();
+  expect((third as { attached?: boolean }).attached).toBe(false);
 }, 180_000);

@@ -1,4 +1,4 @@
-import { installScript } from '../../../functions/software-install/ssh/command.js';
+import { installId, startCommand } from '../../../functions/software-install/ssh/detached.js';
 import { BpaError } from '../../../shared/errors.js';
 import {
   packagesForRoles,
@@ -16,11 +16,13 @@ const software = {
   masterSoftware: ['htop', { curl: { version: '7.88.1-10+deb12u5' } }],
   workerSoftware: ['g++', { 'libstdc++6': { version: '1:12.2.0-14~bpo+1' } }, 'htop'],
 };
-const script = `'${installScript()}' sh`;
-const masterCommand = `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c ${script} 'htop' 'curl=7.88.1-10+deb12u5'`;
-const workerCommand = `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c ${script} 'g++' 'libstdc++6=1:12.2.0-14~bpo+1' 'htop'`;
+const masterWords = ['htop', 'curl=7.88.1-10+deb12u5'];
+const workerWords = ['g++', 'libstdc++6=1:12.2.0-14~bpo+1', 'htop'];
 // Both roles: one session, both lists, htop once.
-const bothCommand = `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c ${script} 'htop' 'curl=7.88.1-10+deb12u5' 'g++' 'libstdc++6=1:12.2.0-14~bpo+1'`;
+const bothWords = ['htop', 'curl=7.88.1-10+deb12u5', 'g++', 'libstdc++6=1:12.2.0-14~bpo+1'];
+/** What the host receives: the detached install's start command (ssh/detached.ts), polls unrecorded. */
+const startFor = (ip: string, words: string[], username = 'bpa-ssh-test') =>
+  startCommand({ id: installId('', ip, words), words, username });
 
 describe('as a non-root user', () => {
   let lab: SshHosts;
@@ -53,7 +55,10 @@ describe('as a non-root user', () => {
     privateKey: lab.privateKey,
     hostKeys: { mode: 'known-hosts', knownHosts: lab.knownHosts() },
     connectTimeoutMs: 15000,
-    commandTimeoutMs: 3000,
+    // The hanging host times out after this; the others' detached installs (a start session, then
+    // polls) must end well inside it on a loaded machine: 3 s failed under load.
+    commandTimeoutMs: 10000,
+    pollIntervalMs: 250,
     ...overrides,
   });
 
@@ -97,19 +102,19 @@ describe('as a non-root user', () => {
       ['worker-hanging', hanging.ip, null, 'CommandTimeout'],
       ['worker-rekeyed', rekeyed.ip, null, 'HostKeyChanged'],
     ]);
-    expect(master.commands()).toEqual([masterCommand]);
-    expect(worker.commands()).toEqual([workerCommand]);
-    expect(both.commands()).toEqual([bothCommand]);
-    expect(failing.commands()).toEqual([workerCommand]);
+    expect(master.commands()).toEqual([startFor(master.ip, masterWords, lab.username)]);
+    expect(worker.commands()).toEqual([startFor(worker.ip, workerWords, lab.username)]);
+    expect(both.commands()).toEqual([startFor(both.ip, bothWords, lab.username)]);
+    expect(failing.commands()).toEqual([startFor(failing.ip, workerWords, lab.username)]);
     expect(rekeyed.commands()).toEqual([]);
     expect(results.map((r) => r.command)).toEqual([
-      masterCommand,
-      workerCommand,
-      bothCommand,
-      workerCommand,
-      workerCommand,
-      workerCommand,
-      workerCommand,
+      startFor(master.ip, masterWords, lab.username),
+      startFor(worker.ip, workerWords, lab.username),
+      startFor(both.ip, bothWords, lab.username),
+      startFor(down.ip, workerWords, lab.username),
+      startFor(failing.ip, workerWords, lab.username),
+      startFor(hanging.ip, workerWords, lab.username),
+      startFor(rekeyed.ip, workerWords, lab.username),
     ]);
     const [, , , downResult, failingResult, hangingResult, rekeyedResult] = results;
     expect(downResult?.error?.message).toBe(`Cannot connect to ${down.ip}:${lab.port}: connection refused`);
@@ -117,6 +122,7 @@ describe('as a non-root user', () => {
     expect(failingResult?.error?.message).toBe(
       `The command exited with code 100 on ${failing.ip}:${lab.port}: E: broken`,
     );
+    // A host that answers no session: the start session times out (it only starts the install).
     expect(hangingResult?.error?.message).toBe(
       `The command did not finish within 3s on ${hanging.ip}:${lab.port}; the session was closed`,
     );
@@ -171,6 +177,8 @@ describe('as a non-root user', () => {
     ['libc6:amd64', 'InvalidPackageName'],
     ['Htop', 'InvalidPackageName'],
     ['', 'InvalidPackageName'],
+    // apt-get reads a trailing "-" as "remove": this would remove sshd from every node.
+    ['openssh-server-', 'InvalidPackageName'],
   ])('package name %j is rejected before any connection', async (name, reason) => {
     const before = hosts.map((h) => h.commands().length);
     const attempt = () =>
@@ -186,13 +194,15 @@ describe('as a non-root user', () => {
       expect.objectContaining({
         kind: 'invalid',
         reason,
-        message: `Invalid package name ${JSON.stringify(name)}: must match ^[a-z0-9][a-z0-9+.-]*$`,
+        message: name.endsWith('-')
+          ? `Invalid package name ${JSON.stringify(name)}: must not end with "-" (apt-get reads a trailing "-" as "remove this package")`
+          : `Invalid package name ${JSON.stringify(name)}: must match ^[a-z0-9](?:[a-z0-9+.-]*[a-z0-9+.])?$`,
       }),
     );
     expect(hosts.map((h) => h.commands().length)).toEqual(before);
   });
 
-  test.each(['1.0; id', '$(id)', '`id`', '1.0\nid', "1.0'", '1.0 -y', ''])(
+  test.each(['1.0; id', '$(id)', '`id`', '1.0\nid', "1.0'", '1.0 -y', '', '1.0-'])(
     'version %j is rejected before any connection',
     (version) => {
       expect(() =>
@@ -210,13 +220,15 @@ describe('as a non-root user', () => {
       { name: 'g++' },
       { name: 'libstdc++-12-dev', version: '2:12.2.0-14~deb12u1+b1' },
       { name: '0ad.data' },
-      { name: 'x', version: '1.0-' },
+      { name: 'x', version: '1.0+' },
     ];
     const [planned] = planInstall([{ node: 'n', ip: host.ip, packages }], lab.username);
     const [result] = await runInstall({ hosts: [planned!], ...runOptions() });
     expect(result?.exitCode).toBe(0);
-    expect(host.commands().at(-1)).toBe(
-      `sudo -n env DEBIAN_FRONTEND=noninteractive sh -c ${script} 'g++' 'libstdc++-12-dev=2:12.2.0-14~deb12u1+b1' '0ad.data' 'x=1.0-'`,
+    const words = ['g++', 'libstdc++-12-dev=2:12.2.0-14~deb12u1+b1', '0ad.data', 'x=1.0+'];
+    expect(host.commands().at(-1)).toBe(startFor(host.ip, words, lab.username));
+    expect(host.commands().at(-1)).toMatch(
+      / 'g\+\+' 'libstdc\+\+-12-dev=2:12\.2\.0-14~deb12u1\+b1' '0ad\.data' 'x=1\.0\+'$/,
     );
   });
 });
@@ -244,8 +256,7 @@ describe('as root', () => {
       commandTimeoutMs: 60000,
     });
     expect(result?.error).toBeUndefined();
-    expect(host.commands()).toEqual([
-      `env DEBIAN_FRONTEND=noninteractive sh -c ${script} 'htop' 'curl=7.88.1-10+deb12u5'`,
-    ]);
+    expect(host.commands()).toEqual([startFor(host.ip, masterWords, 'root')]);
+    expect(host.commands()[0]).toMatch(/^env DEBIAN_FRONTEND=noninteractive sh -c /);
   });
 });

@@ -65,7 +65,13 @@ export class FaultyChain {
   constructor(private readonly options: FaultyChainOptions) {
     // The lab's SSH hosts listen on this machine's loopback, which an install Job's pod cannot
     // reach: software-install installs in the request, as in ChainHarness.
-    this.env = { KUD_IMAGE: kudTestImage.waits, INSTALL_RUNNER: 'in-request', ...options.env };
+    // Sweeps driven one ping at a time, as in ChainHarness: every ping sweeps.
+    this.env = {
+      KUD_IMAGE: kudTestImage.waits,
+      INSTALL_RUNNER: 'in-request',
+      SWEEP_INTERVAL_SECONDS: '0',
+      ...options.env,
+    };
     this.harness = new ChainHarness(options.functionKubeConfig ?? options.kubeConfig, this.env);
   }
 

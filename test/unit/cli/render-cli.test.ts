@@ -152,7 +152,10 @@ describe('bpa render: output', () => {
       },
     });
     expect(rendered.inventory).toContain('m1  ansible_ssh_host=10.1.1.1 ansible_ssh_port=22\n');
-    expect(rendered.job.metadata?.namespace).toBe('default');
+    // The Job runs in the functions' namespace (contract section 12); the tenant's copy of the
+    // inventory stays in the Provisioning's.
+    expect(rendered.job.metadata?.namespace).toBe('bpa-system');
+    expect(rendered.inventoryConfigMap.metadata?.namespace).toBe('default');
     expect(rendered.inventoryConfigMap.data?.['hosts.ini']).toBe(rendered.inventory);
     expect(rendered.job.metadata?.annotations?.['bpa.akraino.org/inventory-sha256']).toBe(
       rendered.inventorySha256,

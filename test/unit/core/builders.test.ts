@@ -79,14 +79,26 @@ describe('buildKudJob', () => {
   const pod = job.spec?.template.spec;
   const container = pod?.containers[0];
 
-  it('names, labels, annotates and owns the Job', () => {
+  it('names, labels and annotates the Job in the functions’ namespace, tied to its Provisioning by uid', () => {
     expect(job.metadata).toEqual({
       name: 'kud-c1',
-      namespace: 'bpa',
-      labels: { cluster: 'c1', 'app.kubernetes.io/managed-by': 'bpa-functions' },
-      annotations: { 'bpa.akraino.org/inventory-sha256': 'a'.repeat(64) },
-      ownerReferences: [ownerReference],
+      namespace: 'bpa-system',
+      labels: {
+        cluster: 'c1',
+        'app.kubernetes.io/managed-by': 'bpa-functions',
+        'bpa.akraino.org/provisioning-uid': owner.uid,
+      },
+      annotations: {
+        'bpa.akraino.org/inventory-sha256': 'a'.repeat(64),
+        'bpa.akraino.org/provisioning-namespace': 'bpa',
+        'bpa.akraino.org/provisioning-name': owner.name,
+      },
     });
+    expect(pod?.automountServiceAccountToken).toBe(false);
+    expect(
+      buildKudJob({ owner, cluster: 'c1', inventorySha256: 'a'.repeat(64) }, { functionsNamespace: 'ops' })
+        .metadata?.namespace,
+    ).toBe('ops');
     expect(job.spec).toMatchObject({ backoffLimit: 0, activeDeadlineSeconds: 600 });
   });
 

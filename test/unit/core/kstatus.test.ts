@@ -99,7 +99,12 @@ describe('kstatusVerdict', () => {
 
 describe('catalogueStall over the whole catalogue', () => {
   it('stalls on every False reason whose sweep is change or hourly, and on none the sweep retries unless listed', () => {
-    const mustStall = new Set(['ClusterNameInUse', 'ObjectConflict', 'VmNamespacesNotConfigured']);
+    const mustStall = new Set([
+      'ClusterNameInUse',
+      'HostInUse',
+      'ObjectConflict',
+      'VmNamespacesNotConfigured',
+    ]);
     for (const [reason, spec] of Object.entries(conditionReasons as Record<string, ReasonSpec>)) {
       const stalls = catalogueStall(cond('Ready', 'False', reason));
       const expected = spec.sweep === 'change' || spec.sweep === 'hourly' || mustStall.has(reason);

@@ -1,4 +1,4 @@
-/** The pure rules of a Provisioning's lifecycle (contract sections 5 and 10). */
+/** The pure rules of a Provisioning's lifecycle (contract sections 5, 10 and 12). */
 import type { V1Job, V1Pod } from '@kubernetes/client-node';
 import {
   buildClusterClaim,
@@ -11,7 +11,15 @@ import { failedByDeadline, jobProgress, newestPod } from '../../../shared/core/j
 import { buildKudJob } from '../../../shared/core/kud-job.js';
 import { launchHash, type LaunchInputs } from '../../../shared/core/launch-hash.js';
 import { buildCleanupJob, buildKubeconfigSecret } from '../../../shared/core/lifecycle-objects.js';
-import { isOwnedBy, markManaged, ownershipConflict } from '../../../shared/core/ownership.js';
+import {
+  functionsObjectMeta,
+  isOwned,
+  markManaged,
+  ownedObjectsOf,
+  ownershipConflict,
+  provisioningOfFunctionsObject,
+  withOwnedObject,
+} from '../../../shared/core/ownership.js';
 import { provisioningOwnerReference } from '../../../shared/core/owner.js';
 import { labelsChanged, labelsToRecord, recordedLabelsOf } from '../../../shared/core/recorded-labels.js';
 import { afterRename, releasingClustersOf } from '../../../shared/core/released-clusters.js';
@@ -26,6 +34,8 @@ describe('launchHash', () => {
     podSubnet: '10.244.64.0/18',
     kudPlugins: ['ovn4nfv', 'multus'],
     installerSettings: { HTTP_PROXY: 'http://127.0.0.1:3128' },
+    sshKeySecret: 'ssh-key-secret',
+    namespace: 'bpa-system',
   };
   it('is stable and ignores the key order of the settings', () => {
     expect(launchHash(base)).toMatch(/^[0-9a-f]{64}$/);
@@ -44,11 +54,19 @@ describe('launchHash', () => {
     ['plugin order', { kudPlugins: ['multus', 'ovn4nfv'] }],
     ['a setting value', { installerSettings: { HTTP_PROXY: 'http://127.0.0.2:3128' } }],
     ['settings gone', { installerSettings: undefined }],
+    ['the SSH key Secret mounted', { sshKeySecret: 'other-key' }],
+    ['the namespace it runs in', { namespace: 'other-system' }],
   ])('changes with %s', (_what, change) => {
     expect(launchHash({ ...base, ...change })).not.toBe(launchHash(base));
   });
   it('treats absent, null, empty subnet and plugins alike (the installer gets the same line)', () => {
-    const plain = { inventorySha256: 'a'.repeat(64), image: 'i', cluster: 'c' };
+    const plain = {
+      inventorySha256: 'a'.repeat(64),
+      image: 'i',
+      cluster: 'c',
+      sshKeySecret: 'k',
+      namespace: 'bpa-system',
+    };
     expect(launchHash({ ...plain, podSubnet: null, kudPlugins: [] })).toBe(launchHash(plain));
     expect(launchHash({ ...plain, podSubnet: '', kudPlugins: null })).toBe(launchHash(plain));
   });
@@ -113,28 +131,47 @@ describe('recorded labels', () => {
   });
 });
 
-describe('ownership (never adopt)', () => {
-  const ours = markManaged({
+describe('ownership by uid (never adopt, contract section 12)', () => {
+  const lookAlike = markManaged({
     metadata: {
       name: 'edge-configmap',
       namespace: 'tenant',
+      uid: 'uid-forged',
       ownerReferences: [provisioningOwnerReference(owner)],
     },
   });
-  it('needs both the label and the controller reference to the same Provisioning', () => {
-    expect(isOwnedBy(ours.metadata, owner)).toBe(true);
-    expect(isOwnedBy({ ...ours.metadata, labels: {} }, owner)).toBe(false);
-    expect(isOwnedBy(ours.metadata, { uid: 'uid-other' })).toBe(false);
-    const notController = {
-      ...ours.metadata,
-      ownerReferences: [{ ...provisioningOwnerReference(owner), controller: false }],
-    };
-    expect(isOwnedBy(notController, owner)).toBe(false);
+  const recorded = { ...lookAlike, metadata: { ...lookAlike.metadata, uid: 'uid-cm' } };
+  const owned = [{ kind: 'ConfigMap', namespace: 'tenant', name: 'edge-configmap', uid: 'uid-cm' }];
+  it('counts an object as ours only when its uid is recorded, whatever its labels and owner references', () => {
+    expect(isOwned('ConfigMap', recorded.metadata, { owner, owned })).toBe(true);
+    expect(isOwned('ConfigMap', lookAlike.metadata, { owner, owned })).toBe(false);
+    expect(isOwned('ConfigMap', lookAlike.metadata, { owner, owned: [] })).toBe(false);
+    expect(isOwned('Secret', recorded.metadata, { owner, owned })).toBe(false);
+  });
+  it('trusts the uid label in the functions’ namespace only (tenants cannot write there)', () => {
+    const meta = { ...functionsObjectMeta(owner, 'edge', 'bpa-system', 'kud-edge'), uid: 'uid-job' };
+    expect(isOwned('Job', meta, { owner, owned: [], functionsNamespace: 'bpa-system' })).toBe(true);
+    expect(isOwned('Job', meta, { owner, owned: [] })).toBe(false);
+    const inTenant = { ...meta, namespace: 'tenant' };
+    expect(isOwned('Job', inTenant, { owner, owned: [], functionsNamespace: 'bpa-system' })).toBe(false);
+    expect(provisioningOfFunctionsObject(meta)).toEqual({
+      namespace: 'tenant',
+      name: 'prov-a',
+      uid: 'uid-a',
+    });
+    expect(meta.ownerReferences).toBeUndefined();
+  });
+  it('records one uid per object and ignores malformed entries', () => {
+    const next = withOwnedObject(owned, { ...owned[0]!, uid: 'uid-new' });
+    expect(next).toEqual([{ ...owned[0], uid: 'uid-new' }]);
+    expect(ownedObjectsOf({ ownedObjects: [{ kind: 'ConfigMap' }, 'x', owned[0]] })).toEqual(owned);
   });
   it('names a foreign object and what to do', () => {
-    expect(ownershipConflict('ConfigMap', ours, owner)).toBeUndefined();
-    expect(ownershipConflict('ConfigMap', undefined, owner)).toBeUndefined();
-    expect(ownershipConflict('Job', { metadata: { name: 'kud-edge', namespace: 'tenant' } }, owner)).toBe(
+    expect(ownershipConflict('ConfigMap', recorded, { owner, owned })).toBeUndefined();
+    expect(ownershipConflict('ConfigMap', undefined, { owner, owned })).toBeUndefined();
+    expect(
+      ownershipConflict('Job', { metadata: { name: 'kud-edge', namespace: 'tenant' } }, { owner, owned }),
+    ).toBe(
       'Job tenant/kud-edge already exists and was not created by bpa-functions for Provisioning tenant/prov-a; it is left untouched (delete or rename it to proceed)',
     );
   });
@@ -158,12 +195,20 @@ describe('objects beside the Job', () => {
     const secret = buildKubeconfigSecret(owner, 'edge', 'apiVersion: v1\n');
     expect(secret.metadata?.name).toBe('edge-admin-kubeconfig');
     expect(secret.stringData).toEqual({ value: 'apiVersion: v1\n' });
-    expect(isOwnedBy(secret.metadata, owner)).toBe(true);
+    expect(secret.metadata?.namespace).toBe('tenant');
   });
-  it('cleans only the cluster directory, on the host network', () => {
-    const job = buildCleanupJob(owner, 'edge', { image: 'kud:1' });
+  it('cleans only the cluster directory, on the host network, in the functions’ namespace, on the KUD node', () => {
+    const job = buildCleanupJob(owner, 'edge', {
+      image: 'kud:1',
+      functionsNamespace: 'bpa-system',
+      nodeName: 'node-1',
+    });
     const pod = job.spec?.template.spec;
     expect(job.metadata?.name).toBe('kud-edge-cleanup');
+    expect(job.metadata?.namespace).toBe('bpa-system');
+    expect(job.metadata?.labels?.['bpa.akraino.org/provisioning-uid']).toBe('uid-a');
+    expect(pod?.nodeName).toBe('node-1');
+    expect(pod?.automountServiceAccountToken).toBe(false);
     expect(pod?.hostNetwork).toBe(true);
     expect(pod?.containers[0]?.args).toEqual(['rm -rf -- /opt/kud/multi-cluster/edge']);
     expect(job.spec?.activeDeadlineSeconds).toBe(300);

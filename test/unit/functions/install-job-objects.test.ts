@@ -149,3 +149,32 @@ test('the sweep looks at a Software installing in a Job even while its claim hol
       '(BackoffLimitExceeded: Job has reached the specified backoff limit); see kubectl -n edge logs job/sw-install-2',
   );
 });
+
+test('the Job meets Pod Security restricted: numeric non-root user, RuntimeDefault, no escalation, nothing kept', () => {
+  const job = installJob({
+    software,
+    run: '',
+    image: 'i',
+    command: ['node'],
+    env: {},
+    activeDeadlineSeconds: 60,
+  });
+  const pod = job.spec?.template.spec;
+  expect(pod?.securityContext).toEqual({
+    runAsNonRoot: true,
+    runAsUser: 65532,
+    runAsGroup: 65532,
+    seccompProfile: { type: 'RuntimeDefault' },
+  });
+  const container = pod?.containers[0];
+  expect(container?.securityContext).toMatchObject({
+    allowPrivilegeEscalation: false,
+    runAsNonRoot: true,
+    readOnlyRootFilesystem: true,
+    capabilities: { drop: ['ALL'] },
+    seccompProfile: { type: 'RuntimeDefault' },
+  });
+  expect(container?.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
+  expect(pod?.volumes).toEqual([{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }]);
+  expect(pod?.hostNetwork).toBeUndefined();
+});

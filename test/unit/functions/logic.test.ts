@@ -249,13 +249,16 @@ describe('the KUD Job launch decision', () => {
     generation?: number;
     retry?: string;
     ours?: boolean;
+    uid?: string;
   }) => ({
     metadata: {
       name: 'kud-c',
-      labels: (options.ours === false ? {} : { 'app.kubernetes.io/managed-by': 'bpa-functions' }) as Record<
-        string,
-        string
-      >,
+      labels: (options.ours === false
+        ? {}
+        : {
+            'app.kubernetes.io/managed-by': 'bpa-functions',
+            'bpa.akraino.org/provisioning-uid': options.uid ?? owner.uid,
+          }) as Record<string, string>,
       annotations: {
         'bpa.akraino.org/launch-hash': options.hash ?? 'h1',
         'bpa.akraino.org/provisioning-generation': String(options.generation ?? 1),
@@ -291,7 +294,11 @@ describe('the KUD Job launch decision', () => {
   });
   it('never adopts a Job it did not create for this Provisioning', () => {
     expect(decideLaunch(job({ ours: false }), wanted)).toBe('conflict');
-    expect(decideLaunch(job({}), { ...wanted, ownerUid: 'uid-other' })).toBe('conflict');
+  });
+  it('never takes a Job left for another Provisioning of that cluster name as the launch, whatever its hash', () => {
+    expect(decideLaunch(job({ uid: 'uid-other', state: 'Complete' }), wanted)).toBe('replace');
+    expect(decideLaunch(job({ uid: 'uid-other', state: 'Failed' }), wanted)).toBe('replace');
+    expect(decideLaunch(job({ uid: 'uid-other' }), wanted)).toBe('blocked');
   });
 });
 

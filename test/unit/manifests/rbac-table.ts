@@ -1,7 +1,20 @@
 /**
- * The RBAC design: every API call each function (and each ApiServerSource adapter) makes, and
- * nothing more. docs/deploy.md shows the same table (a test keeps them equal, `why` included);
- * the rendered ClusterRoles must grant exactly this; test/integration/manifests/rbac.test.ts asks
+ * The RBAC design (contract section 12, docs/adr/0013-tenancy.md point 4): every API call each
+ * function (and each ApiServerSource adapter) makes, where it makes it, and nothing more.
+ *
+ * Where a grant holds is its place in the account:
+ * - `grants`: cluster-wide (the ClusterRole `bpa-functions:<account>` and its ClusterRoleBinding).
+ *   Only reads (get, list, watch) of the project's own resources: Provisionings, Softwares, Images
+ *   (the unit test refuses anything else), and the ApiServerSource adapters' watches.
+ * - `installNamespaceGrants`: the functions' own namespace (`bpa-system` as shipped): a Role and
+ *   RoleBinding `bpa-functions:<account>` there.
+ * - `namespacedGrants`: the namespaces a setting names (BMH_NAMESPACE, VM_NAMESPACES): Roles there.
+ * - `tenantGrants`: what the function writes in a tenant's namespace: the ClusterRole
+ *   `bpa-functions:<account>:tenant`, bound in each onboarded namespace by a RoleBinding of
+ *   manifests/tenant (`kubectl apply -n <namespace> -k manifests/tenant`), nowhere else.
+ *
+ * docs/security.md shows this table (generated: `renderRbacTable()`; a unit test keeps them
+ * equal); the rendered roles must grant exactly this; test/integration/manifests/rbac.test.ts asks
  * the API server (`kubectl auth can-i`) for each row, and rbac-exercised.test.ts runs every
  * function as its own ServiceAccount and checks that the calls it makes are exactly these.
  */
@@ -13,7 +26,7 @@ export interface Grant {
   verbs: string[];
   /** When set, the grant covers only objects with these names. */
   resourceNames?: string[];
-  /** Which code makes these calls (docs/deploy.md's "why" column). */
+  /** Which code makes these calls (the docs' "why" column). */
   why: string;
   /**
    * Verbs of this grant held only so that the API server lets the account create a Role that
@@ -49,11 +62,15 @@ export const shippedNamespaces: Record<SettingNamespace, string[]> = { BMH_NAMES
 export const settingRoleName = (account: Account, setting: SettingNamespace) =>
   `${account.clusterRole}-${setting === 'BMH_NAMESPACE' ? 'hosts' : 'vms'}`;
 
+/** The ClusterRole of an account's tenant grants, bound per onboarded namespace by manifests/tenant. */
+export const tenantRoleName = (account: Account) => `${account.clusterRole}:tenant`;
+
 export interface Account {
   /** ServiceAccount name in the install namespace. */
   serviceAccount: string;
   /** ClusterRole (and ClusterRoleBinding) name. */
   clusterRole: string;
+  /** Cluster-wide: reads of the project's own resources only. */
   grants: Grant[];
   /**
    * Grants that only concern the functions' own (install) namespace: a Role and RoleBinding of
@@ -62,18 +79,32 @@ export interface Account {
   installNamespaceGrants?: Grant[];
   /** Grants held only in the namespaces a setting names (BMH_NAMESPACE, VM_NAMESPACES). */
   namespacedGrants?: NamespacedGrant[];
+  /** Grants held only in onboarded tenant namespaces (`bpa-functions:<account>:tenant`). */
+  tenantGrants?: Grant[];
 }
 
-/** Every grant of an account: cluster-wide, in the install namespace, in configured namespaces. */
+/** Every grant of an account: cluster-wide, in the install namespace, configured and tenant namespaces. */
 export const allGrantsOf = (account: Account | undefined): Grant[] => [
   ...(account?.grants ?? []),
   ...(account?.installNamespaceGrants ?? []),
   ...(account?.namespacedGrants ?? []),
+  ...(account?.tenantGrants ?? []),
 ];
 
 /** An account's grants in the namespaces of one setting. */
 export const grantsIn = (account: Account | undefined, setting: SettingNamespace): Grant[] =>
   (account?.namespacedGrants ?? []).filter((g) => g.namespace === setting);
+
+/** Where a grant holds, as the docs' *namespaces* column says it. */
+export type Place = 'all' | 'functions' | 'tenant' | SettingNamespace;
+export const placeOf = (account: Account, grant: Grant): Place =>
+  'namespace' in grant && typeof grant.namespace === 'string'
+    ? (grant.namespace as SettingNamespace)
+    : (account.installNamespaceGrants ?? []).includes(grant)
+      ? 'functions'
+      : (account.tenantGrants ?? []).includes(grant)
+        ? 'tenant'
+        : 'all';
 
 const bpa = 'bpa.akraino.org';
 // shared/k8s/events.ts: core/v1 Events only; create, then a JSON patch of count/lastTimestamp
@@ -82,7 +113,7 @@ const eventGrant: Grant = {
   group: '',
   resource: 'events',
   verbs: ['create', 'patch'],
-  why: 'recordEvent: create an Event, patch count and lastTimestamp when the same Event repeats',
+  why: 'recordEvent: create an Event about the resource in its namespace, patch count and lastTimestamp when the same Event repeats',
 };
 // shared/k8s/status-writer.ts: the object is read through the main resource (get), and the
 // status replaced whole with the read resourceVersion (PUT .../status = update). No patch.
@@ -99,6 +130,9 @@ export const rbacTable: Record<string, Account> = {
         verbs: ['get', 'list'],
         why: 'get: the Provisioning an event names, and before each status write; list: the sweep (all namespaces unless SWEEP_NAMESPACES)',
       },
+      { group: bpa, resource: 'images', verbs: ['get'], why: 'spec.image of a Provisioning: the Image it names, in its namespace (must be Ready)' },
+    ],
+    tenantGrants: [
       { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `HostsResolved, Ready, status.nodes: ${statusWhy}` },
       {
         group: bpa,
@@ -106,12 +140,11 @@ export const rbacTable: Record<string, Account> = {
         verbs: ['patch'],
         why: 'adds the bpa.akraino.org/cleanup finalizer (JSON patch of metadata.finalizers only)',
       },
-      { group: bpa, resource: 'images', verbs: ['get'], why: 'spec.image of a Provisioning: the Image it names, in its namespace (must be Ready)' },
       {
         group: '',
         resource: 'configmaps',
         verbs: ['get'],
-        why: 'the lease ConfigMap of LEASES_SOURCE=configmap:…; the sweep re-reads <cluster>-inventory to re-send inventory.rendered',
+        why: 'the sweep re-reads <cluster>-inventory to re-send inventory.rendered; the lease ConfigMap of LEASES_SOURCE=configmap:<namespace>/… (that namespace onboarded)',
       },
       eventGrant,
     ],
@@ -120,31 +153,38 @@ export const rbacTable: Record<string, Account> = {
         group: 'coordination.k8s.io',
         resource: 'leases',
         verbs: ['get', 'create', 'delete'],
-        why: '(install namespace only) the cluster-name claims cluster-<cluster>: read, create, delete an abandoned one',
+        why: 'the cluster-name claims cluster-<cluster>: read, create, delete an abandoned one',
       },
     ],
     namespacedGrants: [
-        {
-          group: 'metal3.io',
-          resource: 'baremetalhosts',
-          verbs: ['list', 'watch'],
-          namespace: 'BMH_NAMESPACE',
-          why: 'the MAC index kept while warm: a paged list, then a watch, in BMH_NAMESPACE (shipped: metal3; all namespaces only when set empty on purpose, with a ClusterRole the operator adds); a list again for an unknown MAC or a changed host',
-        },
-          {
-          group: 'metal3.io',
-          resource: 'baremetalhosts',
-          verbs: ['get', 'patch'],
-          namespace: 'BMH_NAMESPACE',
-          why: 'spec.image of a Provisioning: each resolved host read, then spec.image and the bpa.akraino.org/image annotation merge-patched (with the read resourceVersion) where unset or ours',
-        },
-        {
-          group: '',
-          resource: 'pods',
-          verbs: ['list'],
-          namespace: 'VM_NAMESPACES',
-          why: 'virtlet-vm clusters only: running VM pods, in each of the VM_NAMESPACES (shipped: none, so no Role; the operator adds one per VM namespace), never all namespaces',
-        },
+      {
+        group: 'metal3.io',
+        resource: 'baremetalhosts',
+        verbs: ['list', 'watch'],
+        namespace: 'BMH_NAMESPACE',
+        why: 'the MAC index kept while warm: a paged list, then a watch, in BMH_NAMESPACE (shipped: metal3; all namespaces only when set empty on purpose, with a ClusterRole the operator adds); a list again for an unknown MAC or a changed host',
+      },
+      {
+        group: 'metal3.io',
+        resource: 'baremetalhosts',
+        verbs: ['get', 'patch'],
+        namespace: 'BMH_NAMESPACE',
+        why: 'host claims: spec.consumerRef merge-patched with the index’s resourceVersion (get again after a 409), and removed on release; spec.image of a Provisioning: each claimed host read, then spec.image and the bpa.akraino.org/image annotation merge-patched (with the read resourceVersion) where unset or ours',
+      },
+      {
+        group: '',
+        resource: 'pods',
+        verbs: ['list'],
+        namespace: 'VM_NAMESPACES',
+        why: 'virtlet-vm clusters only: running VM pods, in each of the VM_NAMESPACES (shipped: none, so no Role; the operator adds one per VM namespace), never all namespaces',
+      },
+      {
+        group: '',
+        resource: 'pods',
+        verbs: ['get', 'patch'],
+        namespace: 'VM_NAMESPACES',
+        why: 'VM claims: the bpa.akraino.org/consumer annotation merge-patched with the pod’s resourceVersion (get again after a 409), and removed on release',
+      },
     ],
   },
   'inventory-render': {
@@ -152,12 +192,14 @@ export const rbacTable: Record<string, Account> = {
     clusterRole: 'bpa-functions:inventory-render',
     grants: [
       { group: bpa, resource: 'provisionings', verbs: ['get'], why: 'the Provisioning of hosts.resolved, and before each status write' },
+    ],
+    tenantGrants: [
       { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `InventoryRendered, Ready: ${statusWhy}` },
       {
         group: '',
         resource: 'configmaps',
         verbs: ['get', 'create', 'update'],
-        why: '<cluster>-inventory upserted: get, then create, or replace (update) when its content changed',
+        why: 'the tenant’s copy of <cluster>-inventory upserted: get, then create, or replace (update) when its content changed',
       },
       eventGrant,
     ],
@@ -172,7 +214,9 @@ export const rbacTable: Record<string, Account> = {
         verbs: ['get', 'list'],
         why: 'get: the Provisioning of an event or of a Job, and before each status write; list: the sweep (all namespaces unless SWEEP_NAMESPACES)',
       },
-      { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `JobLaunched, KudInstalled, Ready, jobName: ${statusWhy}` },
+    ],
+    tenantGrants: [
+      { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `JobLaunched, KudInstalled, Ready, status.job: ${statusWhy}` },
       {
         group: bpa,
         resource: 'provisionings',
@@ -180,48 +224,17 @@ export const rbacTable: Record<string, Account> = {
         why: 'removes the bpa.akraino.org/cleanup finalizer after the deletion cleanup (JSON patch of metadata.finalizers only)',
       },
       {
-        group: 'batch',
-        resource: 'jobs',
-        verbs: ['get', 'create', 'delete'],
-        why: 'kud-<cluster>: create (a 409 reads the existing one), get on a Job update and in the sweep, delete (uid precondition) a finished Job whose launch hash changed, a cancelled one, the Jobs of a renamed cluster; never a list',
-      },
-      {
-        group: '',
-        resource: 'pods',
-        verbs: ['list'],
-        why: 'the sweep: the running Job’s pod (label job-name), its phase and waiting reason for status.job',
-      },
-      {
         group: '',
         resource: 'configmaps',
         verbs: ['get', 'create', 'update', 'delete'],
-        why: 'get: <cluster>-inventory; <cluster>-configmap upserted: get, then create, or replace (update) when the node IPs changed; delete (uid precondition, ours only): <old>-inventory and <old>-configmap of a renamed cluster',
+        why: '<cluster>-configmap upserted: get, then create, or replace (update) when the node IPs changed; delete (uid precondition, ours only): <old>-configmap of a renamed cluster (the mounted inventory lives in the functions’ namespace)',
       },
       eventGrant,
       {
         group: '',
         resource: 'secrets',
         verbs: ['get', 'create', 'update'],
-        heldForRoles: ['update'],
-        why: 'the kubeconfig publisher: get <cluster>-admin-kubeconfig, create it empty when absent; update is held, never called: the API server lets only a holder of get and update create the publisher’s Role that grants them on that one Secret',
-      },
-      {
-        group: '',
-        resource: 'serviceaccounts',
-        verbs: ['get', 'create'],
-        why: 'the kubeconfig publisher’s ServiceAccount kud-<cluster>-kubeconfig: get, then create when absent',
-      },
-      {
-        group: 'rbac.authorization.k8s.io',
-        resource: 'roles',
-        verbs: ['get', 'create'],
-        why: 'the kubeconfig publisher’s Role (get and update of <cluster>-admin-kubeconfig only): get, then create when absent',
-      },
-      {
-        group: 'rbac.authorization.k8s.io',
-        resource: 'rolebindings',
-        verbs: ['get', 'create'],
-        why: 'the kubeconfig publisher’s RoleBinding: get, then create when absent',
+        why: '<cluster>-admin-kubeconfig, written from what the tokenless publisher printed to its log (docs/adr/0009): get, create when absent, replace (update) our own (by recorded uid) when the kubeconfig changed',
       },
     ],
     installNamespaceGrants: [
@@ -229,7 +242,47 @@ export const rbacTable: Record<string, Account> = {
         group: 'coordination.k8s.io',
         resource: 'leases',
         verbs: ['get', 'delete'],
-        why: '(install namespace only) releases the cluster-name claim when a Provisioning is deleted, and the old name of a renamed cluster once its objects are gone',
+        why: 'releases the cluster-name claim when a Provisioning is deleted, and the old name of a renamed cluster once its objects are gone',
+      },
+      {
+        group: '',
+        resource: 'configmaps',
+        verbs: ['get', 'list', 'create', 'update', 'delete'],
+        why: 'kud-installer (the installer settings written into the KUD Job’s env); the mounted <cluster>-inventory, written at launch from status.nodes: get, then create or replace; list and delete by the uid label on deletion and rename',
+      },
+      {
+        group: 'batch',
+        resource: 'jobs',
+        verbs: ['get', 'list', 'create', 'delete'],
+        why: 'the KUD, cleanup and kubeconfig publisher Jobs (contract section 12): create (a 409 reads it), get on a Job update and in the sweep, delete (uid precondition) when replaced, cancelled or cleaned up; list by the Provisioning’s uid label on deletion and rename',
+      },
+      {
+        group: '',
+        resource: 'pods',
+        verbs: ['list'],
+        why: 'the Jobs’ pods by the Job’s controller uid: progress and node on status.job, the node the cleanup and publisher go to',
+      },
+      {
+        group: '',
+        resource: 'pods/log',
+        verbs: ['get'],
+        why: 'a failed KUD pod’s last lines for status.job.logTail; the publisher’s printed kubeconfig (docs/adr/0009; tenants cannot read pods in the functions’ namespace)',
+      },
+    ],
+    namespacedGrants: [
+      {
+        group: 'metal3.io',
+        resource: 'baremetalhosts',
+        verbs: ['get', 'patch'],
+        namespace: 'BMH_NAMESPACE',
+        why: 'deletion, after cleanup: each host of status.claimedHosts read, its spec.consumerRef (and spec.image with the bpa.akraino.org/image annotation when bpa-functions wrote it) merge-patched away',
+      },
+      {
+        group: '',
+        resource: 'pods',
+        verbs: ['get', 'patch'],
+        namespace: 'VM_NAMESPACES',
+        why: 'deletion, after cleanup: each VM pod of status.claimedHosts read, its bpa.akraino.org/consumer annotation merge-patched away',
       },
     ],
   },
@@ -245,15 +298,17 @@ export const rbacTable: Record<string, Account> = {
       },
       {
         group: bpa,
-        resource: 'softwares/status',
-        verbs: ['update'],
-        why: `Installed, Ready, status.hosts, the install claim: ${statusWhy}`,
-      },
-      {
-        group: bpa,
         resource: 'provisionings',
         verbs: ['list'],
         why: 'installs wait until the Provisioning of the cluster is Ready for its current generation: listed by label cluster=, the ConfigMap’s owner when it names one',
+      },
+    ],
+    tenantGrants: [
+      {
+        group: bpa,
+        resource: 'softwares/status',
+        verbs: ['update'],
+        why: `Installed, Ready, status.hosts, the install claim: ${statusWhy}`,
       },
       {
         group: '',
@@ -278,20 +333,20 @@ export const rbacTable: Record<string, Account> = {
       {
         group: '',
         resource: 'serviceaccounts',
-        verbs: ['create'],
-        why: 'the install Job’s ServiceAccount <software>-installer, owned by the Software',
+        verbs: ['get', 'create'],
+        why: 'the install Job’s ServiceAccount <software>-installer, recorded by uid in status.ownedObjects; get: the one in the way of a create is ours only by that uid, else ObjectConflict, untouched',
       },
       {
         group: 'rbac.authorization.k8s.io',
         resource: 'roles',
-        verbs: ['create', 'update'],
-        why: 'the install Job’s Role <software>-installer (its own Software’s status, by name): create; replace (update) when SSH_KEY_SECRET changed',
+        verbs: ['get', 'create', 'update'],
+        why: 'the install Job’s Role <software>-installer (its own Software’s status, by name): create; get: the one in the way (ours only by recorded uid); replace (update) our own when SSH_KEY_SECRET changed, never a look-alike',
       },
       {
         group: 'rbac.authorization.k8s.io',
         resource: 'rolebindings',
-        verbs: ['create'],
-        why: 'binds the install Job’s Role to its ServiceAccount',
+        verbs: ['get', 'create'],
+        why: 'binds the install Job’s Role to its ServiceAccount; get: the one in the way (ours only by recorded uid)',
       },
       {
         group: 'coordination.k8s.io',
@@ -328,11 +383,45 @@ export const rbacTable: Record<string, Account> = {
         group: 'batch',
         resource: 'jobs',
         verbs: ['get', 'list', 'watch'],
-        why: 'Knative’s ApiServerSource adapter (not our code: checked with can-i only), Jobs labelled managed-by=bpa-functions',
+        why: 'Knative’s ApiServerSource adapter (not our code: checked with can-i only), Jobs labelled managed-by=bpa-functions: a read, the one cluster-wide grant outside the project’s resources (install Jobs run in tenants’ namespaces)',
       },
     ],
   },
 };
+
+/** What an account may hold cluster-wide: reads only, of the project's own resources (ADR 0013 point 4). */
+export const clusterWideReadable = {
+  groups: [bpa],
+  resources: ['provisionings', 'softwares', 'images'],
+  verbs: ['get', 'list', 'watch'],
+};
+
+/** The docs' *namespaces* cell of each place. */
+const placeCell: Record<Place, string> = {
+  all: 'all (read)',
+  functions: 'functions',
+  tenant: 'tenant',
+  BMH_NAMESPACE: '`BMH_NAMESPACE`',
+  VM_NAMESPACES: '`VM_NAMESPACES`',
+};
+
+/**
+ * The table docs/security.md shows between `<!-- rbac-table:start -->` and `<!-- rbac-table:end -->`
+ * (`npx tsx -e` prints it; test/unit/manifests/rbac.test.ts compares).
+ */
+export function renderRbacTable(): string {
+  const code = (text: string) => text.replace(/(<[^>]+>[A-Za-z0-9-]*|[A-Z][A-Z0-9]*_[A-Z_]+)/g, '`$1`');
+  const lines = [
+    '| ServiceAccount | API group | resource | verbs | names | namespaces | why |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const account of Object.values(rbacTable))
+    for (const g of allGrantsOf(account))
+      lines.push(
+        `| \`${account.serviceAccount}\` | ${g.group === '' ? 'core' : `\`${g.group}\``} | \`${g.resource}\` | ${g.verbs.join(', ')} | ${g.resourceNames?.map((n) => `\`${n}\``).join(', ') ?? 'any'} | ${placeCell[placeOf(account, g)]} | ${code(g.why)} |`,
+      );
+  return lines.join('\n');
+}
 
 /** One permission: `verb` on `group/resource` (limited to `resourceName` when set). */
 export interface Permission {
@@ -393,7 +482,7 @@ export const grantsAsRules = (grants: Grant[]) =>
 export const forbiddenSamples: (Permission & { heldBy?: string[] })[] = [
   { group: '', resource: 'secrets', verb: 'delete' },
   { group: '', resource: 'secrets', verb: 'list' },
-  // kud-job-launch: the kubeconfig publisher's Role (see its secrets grant, docs/adr/0009).
+  // kud-job-launch: <cluster>-admin-kubeconfig in a tenant's namespace (see its secrets grant, docs/adr/0009).
   { group: '', resource: 'secrets', verb: 'get', resourceName: 'some-other-secret', heldBy: ['kud-job-launch'] },
   { group: '', resource: 'pods', verb: 'create' },
   { group: bpa, resource: 'provisionings', verb: 'update' },

@@ -116,7 +116,7 @@ describe('Knative Services', () => {
     for (const name of ['host-lookup', 'inventory-render', 'kud-job-launch']) expect(secretsOf(name)).toEqual([]);
   });
 
-  it('puts every namespaced object in bpa-system but host-lookup’s BareMetalHost Role (BMH_NAMESPACE)', () => {
+  it('puts every namespaced object in bpa-system but the BareMetalHost Roles of host-lookup and kud-job-launch (BMH_NAMESPACE)', () => {
     const clusterScoped = ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding'];
     const misplaced = manifests.objects
       .filter((o) => !clusterScoped.includes(o.kind) && o.metadata.namespace !== 'bpa-system')
@@ -124,7 +124,9 @@ describe('Knative Services', () => {
     // test/unit/manifests/rbac.test.ts checks its rules and binding.
     expect(misplaced).toEqual([
       'metal3/Role/bpa-functions:host-lookup-hosts',
+      'metal3/Role/bpa-functions:kud-job-launch-hosts',
       'metal3/RoleBinding/bpa-functions:host-lookup-hosts',
+      'metal3/RoleBinding/bpa-functions:kud-job-launch-hosts',
     ]);
     expect(manifests.objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name)).toEqual([
       'bpa-system',

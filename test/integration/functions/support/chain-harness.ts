@@ -100,7 +100,9 @@ export class ChainHarness {
     // node cannot reach (INSTALL_RUNNER=job, the default): software-install's SSH step runs in the
     // request unless a suite asks for the Job path. The Job path runs for real on the node in
     // test/integration/node/software-job.test.ts and in the demo (test/e2e/demo.test.ts).
-    this.env = { INSTALL_RUNNER: 'in-request', ...env };
+    // The suites drive sweeps one ping at a time: every ping sweeps (SWEEP_INTERVAL_SECONDS=0);
+    // the one-sweep-per-interval rule has its own tests (test/resilience/hostile-tenant-rbac.test.ts).
+    this.env = { INSTALL_RUNNER: 'in-request', SWEEP_INTERVAL_SECONDS: '0', ...env };
   }
   private env: Env;
 
