@@ -27,7 +27,6 @@ import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
-import { getCustomObject } from '../../shared/k8s/custom-objects.js';
 import {
   ProvisioningCondition,
   completeProvisioningStep,
@@ -168,20 +167,10 @@ export async function completeJob(
   );
   try {
     const owner = ownerOf(parsed.data);
-    const write = (from: StoredObject) =>
-      upsertConfigMap(clients, markManaged(configMap), ownershipOf(owner, from));
-    let written: Awaited<ReturnType<typeof upsertConfigMap>>;
-    try {
-      written = await write(live);
-    } catch (error) {
-      if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
-      // Two handlers of one completion (the Job's update, the sweep) race: the other one created
-      // the ConfigMap and records its uid in status.ownedObjects after, so `live`, read before,
-      // does not list it yet. Judged again on the Provisioning as it is now; foreign only then.
-      const fresh = await getCustomObject(clients, provisioningTarget(ref.namespace, ref.name));
-      if (!fresh || fresh.metadata?.uid !== live.metadata?.uid) throw error;
-      written = await write(fresh);
-    }
+    // Two handlers of one completion (the Job's update, the sweep) may race: the other one's fresh
+    // ConfigMap, not recorded in status.ownedObjects yet, is a transient OwnershipPending (retried),
+    // not a conflict (shared/core/ownership.ts).
+    const written = await upsertConfigMap(clients, markManaged(configMap), ownershipOf(owner, live));
     await recordOwned(
       clients,
       provisioningTarget(ref.namespace, ref.name),

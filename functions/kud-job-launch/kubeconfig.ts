@@ -11,7 +11,7 @@ import {
   publisherGenerationAnnotation,
 } from '../../shared/core/lifecycle-objects.js';
 import { managedByLabel, managedByValue } from '../../shared/core/names.js';
-import { carriesOwnerUid, objectConflictMessage, ownershipConflict } from '../../shared/core/ownership.js';
+import { carriesOwnerUid, objectConflictMessage, ownershipError } from '../../shared/core/ownership.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { BpaError } from '../../shared/errors.js';
 import { Reason, sweepRetries } from '../../shared/reasons.js';
@@ -186,12 +186,14 @@ export async function advanceKubeconfig(
 
   // A Secret of that name that is not ours is a conflict before anything prints the credential:
   // a publisher whose log could never be written anywhere would only expose it.
-  const conflict = ownershipConflict(
+  const refused = ownershipError(
     'Secret',
     await readKubeconfigSecret(clients, owner.namespace, secretName),
     ownershipOf(owner, live),
   );
-  if (conflict) return report('False', Reason.ObjectConflict, conflict);
+  if (refused?.reason === Reason.ObjectConflict)
+    return report('False', Reason.ObjectConflict, refused.message);
+  if (refused) throw refused;
 
   const kudJob = await readOwnJob(clients, functionsNamespace, kudJobName, owner.uid);
   const nodeName = await kudNodeName(clients, live, kudJobName, kudJob);
@@ -258,8 +260,8 @@ async function writeKubeconfigSecret(
     }
     stored = await read();
   }
-  const conflict = ownershipConflict('Secret', stored, ownershipOf(owner, live));
-  if (conflict) throw new BpaError(Reason.ObjectConflict, conflict);
+  const refused = ownershipError('Secret', stored, ownershipOf(owner, live));
+  if (refused) throw refused;
   if (!stored) return;
   const value = Buffer.from(adminConf, 'utf8').toString('base64');
   if (stored.data?.[kubeconfigSecretKey] === value) return;

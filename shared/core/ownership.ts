@@ -9,6 +9,8 @@ import {
   provisioningUidLabel,
 } from './names.js';
 import type { ProvisioningOwner } from './owner.js';
+import { BpaError, transient } from '../errors.js';
+import { Reason } from '../reasons.js';
 
 export type { OwnedObject };
 
@@ -156,4 +158,43 @@ export function ownershipConflict(
     { name: stored.metadata?.name, namespace: stored.metadata?.namespace ?? ownership.owner.namespace },
     ownership.owner,
   );
+}
+
+/**
+ * Seconds an object whose uid the owner's status does not record may still be a concurrent
+ * delivery's own: a delivery creates it, then records its uid (two writes, never one), and another
+ * delivery of the same step (a Job update and the sweep, two updates of one Job) can read it in
+ * between. Within this time an unrecorded object is a transient wait, judged again on the
+ * broker's retry (5 retries from 0.5 s, exponential: about 15 s) or the sweep; after it, a
+ * look-alike. A tenant's look-alike is reported at most this much later, and never written.
+ */
+export const ownershipRecordingGraceSeconds = 10;
+
+/** The reason of that transient wait (written Unknown, re-driven like every transient fault). */
+export const ownershipPendingReason = 'OwnershipPending';
+
+/**
+ * undefined when `stored` may be written for the owner (absent, or ours by uid); a transient
+ * `OwnershipPending` while it is younger than the recording grace; else `ObjectConflict`.
+ */
+export function ownershipError(
+  kind: string,
+  stored: { metadata?: V1ObjectMeta } | undefined,
+  ownership: Ownership,
+  now: Date = new Date(),
+): BpaError | undefined {
+  const conflict = ownershipConflict(kind, stored, ownership);
+  if (!conflict) return undefined;
+  const created = stored?.metadata?.creationTimestamp;
+  const ageSeconds = created ? (now.getTime() - new Date(created).getTime()) / 1000 : Infinity;
+  if (ageSeconds < ownershipRecordingGraceSeconds) {
+    const { namespace = ownership.owner.namespace, name } = stored?.metadata ?? {};
+    return transient(
+      ownershipPendingReason,
+      `${kind} ${namespace}/${name} was created ${Math.max(0, Math.round(ageSeconds))} s ago and its uid is not ` +
+        `recorded in the status of Provisioning ${ownership.owner.namespace}/${ownership.owner.name} yet ` +
+        `(a concurrent delivery records it); judged again on a retry`,
+    );
+  }
+  return new BpaError(Reason.ObjectConflict, conflict);
 }

@@ -2,8 +2,8 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
 import type { KubeClients } from './clients.js';
 import { callApi, classifyApiError, isConflict, isNotFound, readOrUndefined } from './api-errors.js';
-import { BpaError, transient } from '../errors.js';
-import { ownershipConflict, type Ownership } from '../core/ownership.js';
+import { transient } from '../errors.js';
+import { ownershipError, type Ownership } from '../core/ownership.js';
 
 /** ConfigMaps: read, list by label, and the idempotent upsert the functions write with. */
 
@@ -56,7 +56,8 @@ function ownedPartsDiffer(stored: V1ConfigMap, desired: V1ConfigMap): boolean {
  * Creates the ConfigMap, or brings an existing one to the desired data/labels/annotations/owner
  * (replace with resourceVersion; a 409 re-reads). Same content already there: unchanged.
  * Never adopts: a stored ConfigMap whose uid the owner's status does not record
- * (shared/core/ownership.ts) is left untouched and throws `ObjectConflict` naming it.
+ * (shared/core/ownership.ts) is left untouched and throws `ObjectConflict` naming it (a transient
+ * `OwnershipPending` while it is young enough to be a concurrent delivery's, not recorded yet).
  */
 export async function upsertConfigMap(
   clients: KubeClients,
@@ -80,8 +81,8 @@ export async function upsertConfigMap(
         throw classifyApiError(error, `create ${what}`);
       }
     }
-    const conflict = ownership && ownershipConflict('ConfigMap', stored, ownership);
-    if (conflict) throw new BpaError('ObjectConflict', conflict);
+    const refused = ownership && ownershipError('ConfigMap', stored, ownership);
+    if (refused) throw refused;
     if (!ownedPartsDiffer(stored, desired)) return { outcome: 'unchanged', configMap: stored };
     const body: V1ConfigMap = {
       ...stored,
