@@ -45,6 +45,8 @@ const portIsFree = (port: number) =>
 const mac = '52:54:00:e2:e0:01';
 const namespace = 'dev-e2e';
 const clusterName = 'dev-e2e-cluster';
+/** Where the KUD Job runs (FUNCTIONS_NAMESPACE as shipped). */
+const functionsNamespace = 'bpa-system';
 
 const resources = [
   { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
@@ -54,11 +56,12 @@ const resources = [
     metadata: { name: 'server-1', namespace },
     spec: { online: true, bootMACAddress: mac },
   },
-  // The KUD Job mounts it (any key: the host's address is a documentation one, never reached).
+  // The KUD Job mounts the operator's key of the functions' namespace, never a tenant's (contract
+  // section 12; any key: the host's address is a documentation one, never reached).
   {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: 'ssh-key-secret', namespace },
+    metadata: { name: 'ssh-key-secret', namespace: functionsNamespace },
     stringData: (() => {
       const key = ssh2.utils.generateKeyPairSync('ed25519');
       return { id_rsa: key.private, 'id_rsa.pub': key.public };
@@ -100,6 +103,11 @@ describe('bpa dev (a real process)', () => {
       expect(output.stdout).toMatch(new RegExp(`kubeconfig\\s+${kubeconfig}`));
 
       const kubectl = (...args: string[]) => run('kubectl', ['--kubeconfig', kubeconfig, ...args]);
+      // A namespace other than `default` is onboarded as docs/deploy.md says, before its resources.
+      const namespaceFile = join(dir, 'namespace.yaml');
+      writeFileSync(namespaceFile, stringify(resources[0]));
+      await kubectl('apply', '-f', namespaceFile);
+      await kubectl('apply', '-n', namespace, '-k', join(repoRoot(), 'manifests', 'tenant'));
       const apply = spawn('kubectl', ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
         stdio: ['pipe', 'pipe', 'pipe'],
       });
@@ -109,9 +117,15 @@ describe('bpa dev (a real process)', () => {
 
       let job: { metadata: { labels: Record<string, string> }; spec: { backoffLimit: number } } | undefined;
       for (let i = 0; i < 240 && !job; i++) {
-        const result = await kubectl('get', 'job', `kud-${clusterName}`, '-n', namespace, '-o', 'json').catch(
-          () => undefined,
-        );
+        const result = await kubectl(
+          'get',
+          'job',
+          `kud-${clusterName}`,
+          '-n',
+          functionsNamespace,
+          '-o',
+          'json',
+        ).catch(() => undefined);
         if (result) job = JSON.parse(result.stdout);
         else await new Promise((resolve) => setTimeout(resolve, 500));
       }
@@ -140,7 +154,7 @@ describe('bpa dev (a real process)', () => {
             'job',
             `kud-${clusterName}`,
             '-n',
-            namespace,
+            functionsNamespace,
             '-o',
             `jsonpath={.status.conditions[?(@.type=="Failed")].status}`,
           )
@@ -148,7 +162,7 @@ describe('bpa dev (a real process)', () => {
         if (failed !== 'True') await new Promise((resolve) => setTimeout(resolve, 500));
       }
       expect(failed).toBe('True');
-      const logs = (await kubectl('logs', `job/kud-${clusterName}`, '-n', namespace)).stdout;
+      const logs = (await kubectl('logs', `job/kud-${clusterName}`, '-n', functionsNamespace)).stdout;
       expect(logs).toContain('[kud-installer stand-in] FAILED: host(s) did not answer over SSH: master-1');
     } finally {
       child.kill('SIGINT');

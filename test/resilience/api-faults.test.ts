@@ -86,7 +86,8 @@ describeOnNode('API faults', () => {
       clusterProvisioning(cluster.namespace, index, name, 1, 1),
     );
     await chain.publish(sourceEvent('add', provisioning), fault);
-    await chain.finishJob(cluster.namespace, `kud-${name}`, fault);
+    // The KUD Job runs in the functions' namespace (contract section 12).
+    await chain.finishJob(chain.functionsNamespace, `kud-${name}`, fault);
   }
 
   it('completes a chain when the API server goes away before each step and comes back', async () => {
@@ -105,12 +106,18 @@ describeOnNode('API faults', () => {
     });
     await proxy.restore();
     const recovered = await done(name);
-    const objects = await derivedObjects(cluster.kubeConfig, cluster.namespace, name);
+    const objects = await derivedObjects(
+      cluster.kubeConfig,
+      cluster.namespace,
+      name,
+      chain.functionsNamespace,
+    );
     const sessions = lab.hosts.map((h, i) => h.commands().length - (before[i] ?? 0));
     const clean =
       recovered &&
       objects.jobs.length === 1 &&
       objects.configMaps.length === 2 &&
+      objects.mounted?.length === 1 &&
       sessions.every((n) => n === 1);
     tally.add('API faults', {
       injected: cuts.length,
@@ -125,6 +132,8 @@ describeOnNode('API faults', () => {
     expect(objects).toEqual({
       jobs: [`kud-${name}`],
       configMaps: [`${name}-configmap`, `${name}-inventory`],
+      // What the KUD Job mounted, in the functions' namespace.
+      mounted: [`${name}-inventory`],
     });
     expect(sessions).toEqual([1, 1]);
   }, 240_000);

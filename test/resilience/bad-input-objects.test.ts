@@ -210,17 +210,23 @@ describe('hostile resources through the API server and the functions', () => {
     };
   }
 
-  /** What the derived world looks like: Jobs and ConfigMaps in the namespace, SSH sessions. */
+  /**
+   * What the derived world looks like: Jobs and ConfigMaps in the namespace and in the functions'
+   * namespace (where the KUD Job runs and its inventory is mounted: contract section 12), SSH sessions.
+   */
   async function derived() {
     const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     const names = (items: { metadata?: { name?: string } }[]) => items.map((i) => i.metadata?.name).sort();
+    const inBoth = async <T>(list: (namespace: string) => Promise<{ items: T[] }>) => [
+      ...(await list(cluster.namespace)).items,
+      ...(await list(chain.functionsNamespace)).items,
+    ];
     return {
-      jobs: names((await batch.listNamespacedJob({ namespace: cluster.namespace })).items),
+      jobs: names(await inBoth((namespace) => batch.listNamespacedJob({ namespace }))),
       // Derived ConfigMaps carry the cluster label (kube-root-ca.crt, made by a controller, does not).
       configMaps: names(
-        (await core.listNamespacedConfigMap({ namespace: cluster.namespace, labelSelector: 'cluster' }))
-          .items,
+        await inBoth((namespace) => core.listNamespacedConfigMap({ namespace, labelSelector: 'cluster' })),
       ),
       sessions: lab.hosts[0]!.commands().length,
     };

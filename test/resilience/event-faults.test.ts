@@ -77,7 +77,7 @@ describeOnNode('event faults', () => {
       clusterProvisioning(cluster.namespace, index, name, 1, 1),
     );
     await chain.publish(sourceEvent('add', provisioning), fault);
-    await chain.finishJob(cluster.namespace, `kud-${name}`, fault);
+    await chain.finishJob(chain.functionsNamespace, `kud-${name}`, fault);
   }
 
   it.each(droppable.map((step, index) => [step, index] as const))(
@@ -102,11 +102,16 @@ describeOnNode('event faults', () => {
         rounds++;
         await chain.sweep();
         // The Job controller finishes a Job the sweep launched (its update passes).
-        await chain.finishJob(cluster.namespace, `kud-${name}`);
+        await chain.finishJob(chain.functionsNamespace, `kud-${name}`);
       }
       const recovered = await done(name);
       tally.record('Event faults', recovered);
-      const objects = await derivedObjects(cluster.kubeConfig, cluster.namespace, name);
+      const objects = await derivedObjects(
+        cluster.kubeConfig,
+        cluster.namespace,
+        name,
+        chain.functionsNamespace,
+      );
       tally.note(
         `dropped ${step}: ${recovered ? `recovered after ${rounds} sweep(s), ${Math.round(performance.now() - droppedAt)} ms after the drop` : 'NOT recovered'}`,
       );
@@ -114,6 +119,8 @@ describeOnNode('event faults', () => {
       expect(objects).toEqual({
         jobs: [`kud-${name}`],
         configMaps: [`${name}-configmap`, `${name}-inventory`],
+        // What the KUD Job mounted, in the functions' namespace.
+        mounted: [`${name}-inventory`],
       });
     },
     180_000,
@@ -132,10 +139,16 @@ describeOnNode('event faults', () => {
     const late = await chain.flushLate();
     expect(late.every((d) => d.status < 500)).toBe(true);
     expect(await done(name)).toBe(true);
-    const objects = await derivedObjects(cluster.kubeConfig, cluster.namespace, name);
+    const objects = await derivedObjects(
+      cluster.kubeConfig,
+      cluster.namespace,
+      name,
+      chain.functionsNamespace,
+    );
     expect(objects).toEqual({
       jobs: [`kud-${name}`],
       configMaps: [`${name}-configmap`, `${name}-inventory`],
+      mounted: [`${name}-inventory`],
     });
     const sessions = lab.hosts.map((h, i) => h.commands().length - (before[i] ?? 0));
     // Two nodes on two hosts: one session each, whatever came twice.

@@ -123,7 +123,8 @@ describeOnNode('load', () => {
       await inParallel(
         names,
         10,
-        async (name) => void (await chain.finishJob(cluster.namespace, `kud-${name}`)),
+        // The KUD Jobs run in the functions' namespace (contract section 12).
+        async (name) => void (await chain.finishJob(chain.functionsNamespace, `kud-${name}`)),
       );
     });
     let complete = 0;
@@ -133,8 +134,15 @@ describeOnNode('load', () => {
         await conditionsOf(cluster.kubeConfig, 'provisionings', cluster.namespace, name),
         'Ready',
       );
-      const objects = await derivedObjects(cluster.kubeConfig, cluster.namespace, name);
-      const single = objects.jobs.length === 1 && objects.configMaps.length === 2;
+      const objects = await derivedObjects(
+        cluster.kubeConfig,
+        cluster.namespace,
+        name,
+        chain.functionsNamespace,
+      );
+      // The tenant's inventory and IP ConfigMaps; the inventory the Job mounted, in the functions' namespace.
+      const single =
+        objects.jobs.length === 1 && objects.configMaps.length === 2 && objects.mounted?.length === 1;
       if (ready && single) complete++;
       else problems.push(`${name}: ready ${ready}, ${JSON.stringify(objects)}`);
     }
@@ -146,7 +154,7 @@ describeOnNode('load', () => {
     expect(Object.keys(ips.data ?? {})).toHaveLength(nodesPerCluster);
     tally.add('Load', { injected: provisionings, recovered: complete, lost: provisionings - complete });
     tally.note(
-      `${provisionings} Provisionings × ${nodesPerCluster} nodes: ${complete} Ready with one Job and two ConfigMaps each; ` +
+      `${provisionings} Provisionings × ${nodesPerCluster} nodes: ${complete} Ready with one Job, two ConfigMaps and one mounted inventory each; ` +
         `process RSS (host-lookup, inventory-render, kud-job-launch in-process) ${beforeMb} MB before, peak ${peakMb} MB`,
     );
     expect(problems).toEqual([]);

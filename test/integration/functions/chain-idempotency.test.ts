@@ -1,6 +1,8 @@
 /**
  * Duplicates, replays, out-of-order delivery, a spec change while the Job runs, and the sweep
- * recovering dropped events: one Job, one inventory ConfigMap, nothing restarted twice.
+ * recovering dropped events: one Job, one inventory ConfigMap in each namespace (the tenant's
+ * copy, and the one the Job mounts in the functions' namespace: contract section 12), nothing
+ * restarted twice.
  *
  * The KUD Jobs run on the run's node and end by the real Job controller: their image's installer
  * (kud-waits, test/fixtures/node/kud-installers) runs until the test releases it with exit 0, so
@@ -21,7 +23,14 @@ import {
   releaseKudJob,
   waitForJobEnd,
 } from '../../support/node.js';
-import { ChainHarness, jobUpdateEvent, pingEvent, sourceEvent } from './support/chain-harness.js';
+import {
+  ChainHarness,
+  jobUpdateEvent,
+  pingEvent,
+  routesFor,
+  sourceEvent,
+  type Delivery,
+} from './support/chain-harness.js';
 import {
   bpaGroup,
   conditionOf,
@@ -37,12 +46,21 @@ describeOnNode('idempotency and the sweep', () => {
   let harness: ChainHarness;
   const batch = () => cluster.kubeConfig.makeApiClient(BatchV1Api);
   const core = () => cluster.kubeConfig.makeApiClient(CoreV1Api);
-  const jobsOf = async (name: string) =>
-    (await batch().listNamespacedJob({ namespace: cluster.namespace, labelSelector: `cluster=${name}` }))
-      .items;
+  /** The functions' namespace: the KUD Jobs run there and mount what is written there. */
+  const fns = () => harness.functionsNamespace;
+  /** The cluster's Jobs, wherever they are (none may be in the tenant's namespace). */
+  const jobsOf = async (name: string) => [
+    ...(await batch().listNamespacedJob({ namespace: fns(), labelSelector: `cluster=${name}` })).items,
+    ...(await batch().listNamespacedJob({ namespace: cluster.namespace, labelSelector: `cluster=${name}` }))
+      .items,
+  ];
+  /** The cluster's ConfigMaps in the tenant's namespace. */
   const inventoriesOf = async (name: string) =>
     (await core().listNamespacedConfigMap({ namespace: cluster.namespace, labelSelector: `cluster=${name}` }))
       .items;
+  /** The cluster's ConfigMaps in the functions' namespace (what the Job mounts). */
+  const mountedOf = async (name: string) =>
+    (await core().listNamespacedConfigMap({ namespace: fns(), labelSelector: `cluster=${name}` })).items;
 
   beforeAll(async () => {
     const namespace = cluster.namespace;
@@ -56,15 +74,41 @@ describeOnNode('idempotency and the sweep', () => {
         nics: [{ name: 'eth0', mac, ip: `10.20.0.${i}` }],
       });
     }
-    await createKudSshKeySecret(cluster.kubeConfig, namespace);
     harness = new ChainHarness(cluster.kubeConfig, {
       BMH_NAMESPACE: namespace,
       SWEEP_NAMESPACES: namespace,
       KUD_IMAGE: kudTestImage.waits,
     });
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
+    // The KUD Job mounts the operator's key, in the functions' namespace (contract section 12).
+    await createKudSshKeySecret(cluster.kubeConfig, fns());
   });
   afterAll(() => harness?.stop());
+
+  /** The 5xx answers publishAsBroker retried, in order. */
+  const retried: Delivery[] = [];
+  /**
+   * harness.publish, with the broker's retries of a 5xx answer (the Triggers' delivery of
+   * manifests/eventing: 5 retries, exponential from 0.5 s); each retried answer is kept in `retried`.
+   */
+  async function publishAsBroker(event: CloudEvent<unknown>): Promise<Delivery[]> {
+    const made: Delivery[] = [];
+    const queue = [event];
+    while (queue.length > 0) {
+      const next = queue.shift() as CloudEvent<unknown>;
+      for (const target of routesFor(next).filter((name) => harness.servers.has(name))) {
+        let delivery = await harness.deliver(target, next);
+        for (let retry = 0; delivery.status >= 500 && retry < 5; retry++) {
+          retried.push(delivery);
+          await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** retry));
+          delivery = await harness.deliver(target, next);
+        }
+        made.push(delivery);
+        if (delivery.reply) queue.push(delivery.reply);
+      }
+    }
+    return made;
+  }
 
   it('delivers the same add 5 times and out of order with its updates: one Job, one inventory, the same replies', async () => {
     const namespace = cluster.namespace;
@@ -79,10 +123,20 @@ describeOnNode('idempotency and the sweep', () => {
       }),
     );
     const add = sourceEvent('add', created);
-    const runs = await Promise.all(Array.from({ length: 5 }, () => harness.publish(add)));
+    const runs = await Promise.all(Array.from({ length: 5 }, () => publishAsBroker(add)));
     // The same event gets the same reply (same id: shared/k8s/step-causes.ts), so every copy
     // of the add is answered with the one hosts.resolved, and every copy of that with the one
     // inventory.rendered. kud.job.launched (for observers only) comes from the launch itself.
+    // A copy that finds the object another copy just created, its uid not recorded yet, cannot
+    // tell it from a look-alike (ownership by uid, contract section 12): a transient
+    // OwnershipPending (503), and the broker's retry gets the same reply.
+    expect(
+      retried.map((d) => [
+        d.target,
+        d.status,
+        (JSON.parse(d.body) as { error?: { reason?: string } }).error?.reason,
+      ]),
+    ).toEqual(retried.map((d) => [d.target, 503, 'OwnershipPending']));
     const replies = runs.flat().flatMap((d) => (d.reply ? [d.reply] : []));
     const idsOf = (type: string) => [...new Set(replies.filter((r) => r.type === type).map((r) => r.id))];
     expect(replies.filter((r) => r.type === EventTypes.hostsResolved)).toHaveLength(5);
@@ -94,6 +148,7 @@ describeOnNode('idempotency and the sweep', () => {
     const [job] = await jobsOf('dup');
     expect(await jobsOf('dup')).toHaveLength(1);
     expect((await inventoriesOf('dup')).map((cm) => cm.metadata?.name)).toEqual(['dup-inventory']);
+    expect((await mountedOf('dup')).map((cm) => cm.metadata?.name)).toEqual(['dup-inventory']);
 
     // Every event of the run again, newest first, mixed with stale and fresh updates: a replay
     // of an event gets its own reply again (no new event id), anything else nothing.
@@ -122,6 +177,7 @@ describeOnNode('idempotency and the sweep', () => {
     const jobs = await jobsOf('dup');
     expect(jobs.map((j) => j.metadata?.uid)).toEqual([job?.metadata?.uid]);
     expect(await inventoriesOf('dup')).toHaveLength(1);
+    expect(await mountedOf('dup')).toHaveLength(1);
   });
 
   it('re-runs the chain on a spec change, leaves a running Job alone and replaces it once finished', async () => {
@@ -166,12 +222,12 @@ describeOnNode('idempotency and the sweep', () => {
     expect((await jobsOf('grow')).map((j) => j.metadata?.uid)).toEqual([first?.metadata?.uid]);
 
     // The old Job finishes: its completion belongs to generation 1 and announces nothing.
-    await releaseKudJob(namespace, 'grow', 0);
-    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-grow')).ended).toMatchObject({
+    await releaseKudJob(fns(), 'grow', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-grow')).ended).toMatchObject({
       type: 'Complete',
     });
     expect(
-      (await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-grow'))).map(
+      (await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-grow'))).map(
         (d) => d.status,
       ),
     ).toEqual([204]);
@@ -215,8 +271,8 @@ describeOnNode('idempotency and the sweep', () => {
     expect(await jobsOf('quiet')).toHaveLength(1);
 
     // The Job completes but its update event is dropped: the next sweep finishes it.
-    await releaseKudJob(namespace, 'quiet', 0);
-    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-quiet')).ended).toMatchObject({
+    await releaseKudJob(fns(), 'quiet', 0);
+    expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-quiet')).ended).toMatchObject({
       type: 'Complete',
     });
     await harness.publish(pingEvent());

@@ -17,7 +17,7 @@ import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/in
 import { definition as softwareInstall } from '../../../functions/software-install/index.js';
 import { useTestCluster } from '../../support/cluster.js';
 import { startSshHosts, type SshHosts, type SshTestHost } from '../../support/sshd.js';
-import { describeOnNode, kudTestImage, waitForJobEnd } from '../../support/node.js';
+import { createKudSshKeySecret, describeOnNode, kudTestImage, waitForJobEnd } from '../../support/node.js';
 import { ChainHarness, jobUpdateEvent, sourceEvent } from './support/chain-harness.js';
 import {
   bpaGroup,
@@ -126,6 +126,9 @@ describeOnNode('software-install', () => {
       KUD_IMAGE: kudTestImage.succeeds,
     });
     await harness.start([hostLookup, inventoryRender, kudJobLaunch, softwareInstall]);
+    // The KUD Job runs in the functions' namespace and mounts the operator's key there (contract
+    // section 12); the Software's own namespace keeps the key of the SSH installs above.
+    await createKudSshKeySecret(cluster.kubeConfig, harness.functionsNamespace);
   }, 120_000);
 
   afterAll(async () => {
@@ -164,11 +167,13 @@ describeOnNode('software-install', () => {
       }),
     );
     await harness.publish(sourceEvent('add', provisioning));
-    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-lab-1')).ended).toMatchObject({
+    // The KUD Job runs in the functions' namespace, never the tenant's (contract section 12).
+    const functionsNamespace = harness.functionsNamespace;
+    expect((await waitForJobEnd(cluster.kubeConfig, functionsNamespace, 'kud-lab-1')).ended).toMatchObject({
       type: 'Complete',
     });
     const completion = await harness.publish(
-      await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-lab-1'),
+      await jobUpdateEvent(cluster.kubeConfig, functionsNamespace, 'kud-lab-1'),
     );
     expect(completion.map((d) => [d.target, d.status, d.reply?.type])).toEqual([
       ['kud-job-launch', 200, EventTypes.clusterReady],

@@ -106,6 +106,14 @@ export class FaultyChain {
     return this.harness.stop();
   }
 
+  /**
+   * The functions' namespace (FUNCTIONS_NAMESPACE): the KUD Jobs run there and mount what is
+   * written there (contract section 12); pass it to finishJob and derivedObjects.
+   */
+  get functionsNamespace(): string {
+    return this.harness.functionsNamespace;
+  }
+
   /** One delivery with the broker's retries of 5xx (linear delay). */
   async deliver(target: string, event: CloudEvent<unknown>): Promise<Delivery> {
     const retries = this.options.retries ?? 10;
@@ -166,8 +174,9 @@ export class FaultyChain {
   }
 
   /**
-   * When the Job exists and is not finished: lets its installer exit 0, waits for the real Job
-   * controller to complete it, then plays the Job source (the live Job as an update event).
+   * When the Job exists in `namespace` (where it runs: the functions' namespace for a KUD Job) and
+   * is not finished: lets its installer exit 0, waits for the real Job controller to complete it,
+   * then plays the Job source (the live Job as an update event).
    */
   async finishJob(
     namespace: string,
@@ -224,17 +233,42 @@ export async function conditionsOf(
 export const isTrue = (conditions: Condition[], type: string) =>
   conditions.some((c) => c.type === type && c.status === 'True');
 
-/** What exists for a cluster: Jobs, and the inventory and IP ConfigMaps (must each be one). */
-export async function derivedObjects(kubeConfig: KubeConfig, namespace: string, cluster: string) {
+/**
+ * What exists for a cluster: Jobs, and the inventory and IP ConfigMaps (must each be one) of the
+ * Provisioning's `namespace`. With `functionsNamespace` (contract section 12: the KUD Job runs
+ * there and mounts the inventory written there), `jobs` are those of both namespaces and
+ * `mounted` the ConfigMaps of the functions' namespace.
+ */
+export async function derivedObjects(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  cluster: string,
+  functionsNamespace?: string,
+): Promise<{
+  jobs: (string | undefined)[];
+  configMaps: (string | undefined)[];
+  mounted?: (string | undefined)[];
+}> {
   const batch = kubeConfig.makeApiClient(BatchV1Api);
   const core = kubeConfig.makeApiClient(CoreV1Api);
-  const jobs = await batch.listNamespacedJob({ namespace, labelSelector: `cluster=${cluster}` });
-  const configMaps = await core.listNamespacedConfigMap({ namespace, labelSelector: `cluster=${cluster}` });
+  const labelSelector = `cluster=${cluster}`;
+  const jobsIn = async (at: string) =>
+    (await batch.listNamespacedJob({ namespace: at, labelSelector })).items
+      .map((j) => j.metadata?.name)
+      // The KUD Jobs: the kubeconfig publisher that follows a successful one (one fixed name, so
+      // never twice) is not counted.
+      .filter((job) => job !== kubeconfigPublisherName(cluster));
+  const configMapsIn = async (at: string) =>
+    (await core.listNamespacedConfigMap({ namespace: at, labelSelector })).items
+      .map((c) => c.metadata?.name)
+      .sort();
+  const jobs = await jobsIn(namespace);
+  const configMaps = await configMapsIn(namespace);
+  if (functionsNamespace === undefined) return { jobs, configMaps };
   return {
-    // The KUD Jobs: the kubeconfig publisher that follows a successful one (one fixed name, so
-    // never twice) is not counted.
-    jobs: jobs.items.map((j) => j.metadata?.name).filter((job) => job !== kubeconfigPublisherName(cluster)),
-    configMaps: configMaps.items.map((c) => c.metadata?.name).sort(),
+    jobs: [...jobs, ...(await jobsIn(functionsNamespace))],
+    configMaps,
+    mounted: await configMapsIn(functionsNamespace),
   };
 }
 

@@ -109,6 +109,17 @@ export class ChainHarness {
   /** The functions' own namespace (cluster-name claims, kud-installer) when the env names none. */
   private ownNamespace?: string;
 
+  /**
+   * The functions' namespace (FUNCTIONS_NAMESPACE: the env's, else the harness's own, made by
+   * start()): the KUD, cleanup and publisher Jobs run there and mount what is written there
+   * (contract section 12), among it the operator's SSH key Secret a suite creates.
+   */
+  get functionsNamespace(): string {
+    const namespace = this.env.FUNCTIONS_NAMESPACE;
+    if (!namespace) throw new Error('ChainHarness.functionsNamespace: read it after start()');
+    return namespace;
+  }
+
   async start<C extends unknown[]>(definitions: { [K in keyof C]: FunctionDefinition<C[K]> }): Promise<void> {
     await this.collector.start();
     if (!this.env.FUNCTIONS_NAMESPACE) {
