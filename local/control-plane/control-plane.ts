@@ -48,6 +48,15 @@ export interface ControlPlaneOptions {
   controllers?: boolean;
   /** --service-cluster-ip-range; its first address is the `kubernetes` Service. Default 10.0.0.0/24. */
   serviceClusterIpRange?: string;
+  /**
+   * --service-account-jwks-uri: the `jwks_uri` of the issuer's discovery document
+   * (/.well-known/openid-configuration). Default: none, and kube-apiserver names its own address,
+   * https://127.0.0.1:<port>/openid/v1/jwks, which a pod (its own network namespace) cannot reach.
+   * serviceAccountJwksInCluster is `https://kubernetes.default.svc/openid/v1/jwks`, the same keys
+   * through the `kubernetes` Service, for in-cluster verifiers of ServiceAccount tokens (Knative
+   * Eventing's OIDC: test/integration/knative/event-policy.test.ts).
+   */
+  serviceAccountJwksUri?: string;
 }
 
 /** The control plane's own CA and the files a kubelet needs to trust and be trusted. */
@@ -109,6 +118,9 @@ export interface ControlPlane {
 }
 
 const serviceAccountIssuer = 'https://kubernetes.default.svc';
+
+/** The issuer's keys as a pod reaches them: through the `kubernetes` Service (see serviceAccountJwksUri). */
+export const serviceAccountJwksInCluster = `${serviceAccountIssuer}/openid/v1/jwks`;
 
 /** A fresh data directory for etcd, in memory when /dev/shm exists. */
 function etcdDataRoot(): string {
@@ -244,6 +256,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--authorization-mode=RBAC',
       `--token-auth-file=${credentials.tokenFile}`,
       `--service-account-issuer=${serviceAccountIssuer}`,
+      ...(options.serviceAccountJwksUri
+        ? [`--service-account-jwks-uri=${options.serviceAccountJwksUri}`]
+        : []),
       `--service-account-key-file=${credentials.serviceAccountKeyFile}`,
       `--service-account-signing-key-file=${credentials.serviceAccountKeyFile}`,
     ],

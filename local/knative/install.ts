@@ -14,6 +14,12 @@ export interface KnativeInstallOptions {
   log?: (line: string) => void;
   /** How long the components get to become ready. Default 5 minutes (a loaded 2-core machine). */
   timeoutMs?: number;
+  /**
+   * Keys set in Eventing's `config-features` ConfigMap as it is created (e.g.
+   * `authentication-oidc: enabled`). Default: none, config/'s own values. An install that finds
+   * the ConfigMap already there leaves it as it is.
+   */
+  features?: Record<string, string>;
 }
 
 export interface KnativeInstall {
@@ -27,6 +33,20 @@ export interface KnativeInstall {
 
 const quiet = () => undefined;
 
+/** config/ with `features` set in the config-features ConfigMap (a copy; the others unchanged). */
+function withFeatures(objects: KubernetesObject[], features: Record<string, string>): KubernetesObject[] {
+  if (Object.keys(features).length === 0) return objects;
+  return objects.map((object) => {
+    const isFeatures =
+      object.kind === 'ConfigMap' &&
+      object.metadata?.name === 'config-features' &&
+      object.metadata.namespace === knativeNamespace;
+    if (!isFeatures) return object;
+    const { data } = object as KubernetesObject & { data?: Record<string, string> };
+    return { ...object, data: { ...data, ...features } } as KubernetesObject;
+  });
+}
+
 /**
  * Installs Knative Eventing from its module's own config/ (core, in-memory channel, MT channel
  * broker), as `kubectl apply -f` of a release would, and waits until every component is ready
@@ -38,7 +58,7 @@ export async function installKnativeEventing(options: KnativeInstallOptions): Pr
   const started = Date.now();
   const timeoutMs = options.timeoutMs ?? 300_000;
   const version = knativeVersions().eventing;
-  const objects = eventingConfigObjects(version);
+  const objects = withFeatures(eventingConfigObjects(version), options.features ?? {});
   const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
   const rest = objects.filter((o) => o.kind !== 'CustomResourceDefinition');
   log(
