@@ -210,7 +210,13 @@ describe('software-install', () => {
       /Pod Security restricted/,
     ],
     ['on the host network', (job: V1Job) => void (podOf(job).hostNetwork = true), /Pod Security restricted/],
-    ['with a hostPath volume', (job: V1Job) => void (podOf(job).volumes = [{ name: 'root', hostPath: { path: '/' } }]), /Pod Security restricted/],
+    [
+      // Added beside the builder's own `tmp` emptyDir (the container mounts it; replacing the list
+      // would be refused by the API's validation before admission).
+      'with a hostPath volume',
+      (job: V1Job) => void podOf(job).volumes!.push({ name: 'root', hostPath: { path: '/' } }),
+      /Pod Security restricted/,
+    ],
     ['allowing privilege escalation', (job: V1Job) => void (podOf(job).containers[0]!.securityContext!.allowPrivilegeEscalation = true), /Pod Security restricted/],
     ['keeping capabilities', (job: V1Job) => void (podOf(job).containers[0]!.securityContext!.capabilities = { drop: [] }), /Pod Security restricted/],
     ['as root', (job: V1Job) => void (podOf(job).containers[0]!.securityContext!.runAsNonRoot = false), /Pod Security restricted/],

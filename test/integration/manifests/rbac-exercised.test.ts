@@ -27,6 +27,7 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   PatchStrategy,
+  RbacAuthorizationV1Api,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
@@ -74,6 +75,8 @@ import {
 } from '../../../functions/software-install/install-job/job-objects.js';
 import { runInstallJob } from '../../../functions/software-install/install-job/run.js';
 import { createLogger } from '../../../shared/log.js';
+import { publisherGenerationAnnotation } from '../../../shared/core/lifecycle-objects.js';
+import { isStatus, waitFor } from '../../../local/control-plane/index.js';
 
 const cluster = useTestCluster({ namespacePrefix: 'rbac-exercised' });
 
@@ -172,6 +175,34 @@ describeOnNode('each function under its own ServiceAccount', () => {
     for (const event of collected) made.push(...(await chain.publish(event)));
     return made;
   };
+  /** The Job, or undefined once it is gone (404). */
+  const jobOrGone = (name: string) =>
+    admin()
+      .makeApiClient(BatchV1Api)
+      .readNamespacedJob({ name, namespace: cluster.namespace })
+      .catch((error: unknown) => (isStatus(error, 404) ? undefined : Promise.reject(error)));
+  /**
+   * Drives the kubeconfig publisher of `generation` to its end as the Job source and the sweep
+   * would: a ping while it is not there yet (an older one still being deleted), its update event
+   * once it has ended; until KubeconfigPublished is decided for that generation.
+   */
+  const publishKubeconfig = (generation: number) =>
+    waitFor(
+      async () => {
+        const publisher = await jobOrGone('kud-edge-1-kubeconfig');
+        const ofGeneration =
+          publisher?.metadata?.annotations?.[publisherGenerationAnnotation] === String(generation);
+        const ended = publisher?.status?.conditions?.some(
+          (c) => ['Complete', 'Failed'].includes(c.type) && c.status === 'True',
+        );
+        if (ofGeneration && ended)
+          await chain.publish(await jobUpdateEvent(admin(), cluster.namespace, 'kud-edge-1-kubeconfig'));
+        else if (!ofGeneration) await chain.deliver('kud-job-launch', pingEvent());
+        const published = conditionOf(await readProvisioning(admin(), cluster.namespace, 'edge'), 'KubeconfigPublished');
+        return published?.observedGeneration === generation && published.status !== 'Unknown' ? published : undefined;
+      },
+      { what: `KubeconfigPublished of edge decided for generation ${generation}`, timeoutMs: 120_000, intervalMs: 500 },
+    );
 
   beforeAll(async () => {
     const namespace = cluster.namespace;
@@ -435,6 +466,15 @@ describeOnNode('each function under its own ServiceAccount', () => {
       ['kud-job-launch', 200, EventTypes.clusterReady],
       ['software-install', 204, undefined],
     ]);
+    // The new run wrote another admin.conf (the test installer's run line): the publisher of
+    // generation 2 reads it and kud-job-launch replaces its own Secret's data (update).
+    const secret = () => core().readNamespacedSecret({ name: 'edge-1-admin-kubeconfig', namespace: cluster.namespace });
+    const before = await secret();
+    expect(await publishKubeconfig(2)).toMatchObject({ status: 'True', reason: 'KubeconfigPublished' });
+    const after = await secret();
+    expect(after.metadata?.uid).toBe(before.metadata?.uid);
+    expect(after.data?.value).not.toBe(before.data?.value);
+    expect(Buffer.from(after.data?.value ?? '', 'base64').toString('utf8')).toMatch(/^# run: /m);
     const software = await patchSpec('softwares', 'tools', { masterSoftware: ['htop', 'curl'] });
     expect(summary(await chain.publish(sourceEvent('update', software)))).toEqual([
       ['software-install', 204, undefined],
@@ -510,12 +550,35 @@ describeOnNode('each function under its own ServiceAccount', () => {
     expect(pod.metadata?.annotations?.['bpa.akraino.org/consumer']).toBeUndefined();
   });
 
-  it('software-install notices an install Job that failed without recording an outcome (its sweep reads the Job)', async () => {
+  it('software-install replaces its own drifted installer Role, then notices an install Job that failed without recording an outcome (its sweep reads the Job)', async () => {
     const namespace = cluster.namespace;
+    // The installer Role of tools drifts (its rules no longer what the configuration gives, as
+    // after an SSH_KEY_SECRET rename): the next run replaces it (update), the same object (uid).
+    const rbacApi = admin().makeApiClient(RbacAuthorizationV1Api);
+    const roleName = installerServiceAccountName('tools');
+    const drifted = await rbacApi.readNamespacedRole({ name: roleName, namespace });
+    const expectedRules = installerRole(
+      { namespace, name: 'tools', uid: '', generation: 0 },
+      'ssh-key-secret',
+    ).rules;
+    await rbacApi.replaceNamespacedRole({
+      name: roleName,
+      namespace,
+      body: {
+        ...drifted,
+        rules: (drifted.rules ?? []).map((rule) =>
+          rule.resources?.includes('secrets') ? { ...rule, resourceNames: ['another-ssh-key'] } : rule,
+        ),
+      },
+    });
     const software = await patchSpec('softwares', 'tools', { workerSoftware: ['jq', 'tree'] });
     expect(summary(await chain.publish(sourceEvent('update', software)))).toEqual([
       ['software-install', 204, undefined],
     ]);
+    const replaced = await rbacApi.readNamespacedRole({ name: roleName, namespace });
+    expect(replaced.metadata?.uid).toBe(drifted.metadata?.uid);
+    // As the API server stores them: compared through JSON (the client returns class instances).
+    expect(JSON.parse(JSON.stringify(replaced.rules))).toEqual(expectedRules);
     // Its pod cannot start here (the image is not mapped); a 1 s deadline, set as an operator may,
     // makes the real Job controller fail it (DeadlineExceeded), with no outcome recorded.
     await admin()
@@ -592,7 +655,7 @@ describeOnNode('each function under its own ServiceAccount', () => {
     expect(released.spec).not.toHaveProperty('image');
   });
 
-  it('renames a cluster: kud-job-launch’s sweep removes the old name’s Job and ConfigMaps', async () => {
+  it('renames a cluster: kud-job-launch’s sweep removes the old name’s ConfigMaps, cleans its directory on the node, then removes its Jobs', async () => {
     const namespace = cluster.namespace;
     const renamed = (await custom().patchNamespacedCustomObject(
       { ...bpaGroup, plural: 'provisionings', namespace, name: 'edge', body: { metadata: { labels: { cluster: 'edge-2' } } } },
@@ -603,13 +666,33 @@ describeOnNode('each function under its own ServiceAccount', () => {
       ['inventory-render', 200, EventTypes.inventoryRendered],
       ['kud-job-launch', 200, EventTypes.kudJobLaunched],
     ]);
-    expect((await chain.deliver('kud-job-launch', pingEvent())).status).toBe(204);
+    // The release advances only in kud-job-launch's sweep, one step a ping: the old name's
+    // ConfigMaps go and its cleanup Job is created on the node the KUD pod ran on.
+    const ping = async () => expect((await chain.deliver('kud-job-launch', pingEvent())).status).toBe(204);
+    await waitFor(
+      async () => {
+        await ping();
+        return (await jobOrGone('kud-edge-1-cleanup')) ? true : undefined;
+      },
+      { what: 'the cleanup Job of the old name edge-1 created', timeoutMs: 60_000, intervalMs: 500 },
+    );
     for (const name of ['edge-1-inventory', 'edge-1-configmap'])
       await expect(core().readNamespacedConfigMap({ name, namespace })).rejects.toMatchObject({ code: 404 });
-    await expect(
-      admin().makeApiClient(BatchV1Api).readNamespacedJob({ name: 'kud-edge-1', namespace }),
-    ).rejects.toMatchObject({ code: 404 });
-  });
+    // The finished KUD Job of the old name stays until the cleanup has run.
+    expect((await waitForJobEnd(admin(), namespace, 'kud-edge-1-cleanup')).ended).toMatchObject({ type: 'Complete' });
+    expect(await jobOrGone('kud-edge-1')).toBeDefined();
+    // Then the next sweep removes every Job of the old name (the KUD Job and the cleanup Job).
+    await waitFor(
+      async () => {
+        await ping();
+        const left = [await jobOrGone('kud-edge-1'), await jobOrGone('kud-edge-1-cleanup')];
+        return left.every((job) => job === undefined) ? true : undefined;
+      },
+      { what: 'the Jobs of the old name edge-1 gone', timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(await eventCount('edge', 'CleanupDone')).toBe(1);
+    expect(await eventCount('edge', 'ClusterNameReleased')).toBe(1);
+  }, 240_000);
 
   it.each(functions.map((f) => f.name))('%s made exactly the calls of its rows in the RBAC table', (name) => {
     const account = rbacTable[name];

@@ -119,7 +119,11 @@ afterAll(async () => {
 }, 120_000);
 
 type Conditioned = KubernetesObject & {
-  status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+  status?: {
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    /** The KUD pod, and for a failed one its last log lines (status.job). */
+    job?: { pod?: string; logTail?: string };
+  };
 };
 
 function provisioning(name: string, masters: LabHost[], workers: LabHost[]): KubernetesObject {
@@ -179,11 +183,14 @@ describe('the KUD Job on the node', () => {
     await apply(provisioning('reachable', [hosts.answering1], [hosts.answering2]));
     const installed = await kudInstalled('reachable');
     // The reason and message too: a failure then says why (JobDeadlineExceeded on a loaded machine,
-    // or the pod and its last lines).
-    expect({ ...installed, message: installed.status === 'True' ? '' : installed.message }).toMatchObject({
+    // ObjectConflict, or the pod and, from status.job, its last lines).
+    const failed = installed.status !== 'True';
+    const logTail = failed ? (await readProvisioning('reachable')).status?.job?.logTail : undefined;
+    expect({ ...installed, message: failed ? installed.message : '', logTail }).toMatchObject({
       status: 'True',
       reason: 'KudInstalled',
       message: '',
+      logTail: undefined,
     });
     const job = await readJob('reachable');
     expect(jobCondition(job, 'Complete')).toMatchObject({ reason: 'CompletionsReached' });
@@ -237,7 +244,9 @@ describe('the KUD Job on the node', () => {
     expect(jobCondition(job, 'Failed')).toMatchObject({ reason: 'DeadlineExceeded' });
     expect(job.spec?.activeDeadlineSeconds).toBe(deadlineSeconds);
     // Contract section 10: a Job past its deadline says so (not the generic failure message).
-    expect(installed).toMatchObject({ status: 'False', reason: 'JobDeadlineExceeded' });
+    // The pod's last lines beside it (status.job.logTail): another failure then says why.
+    const { logTail } = (await readProvisioning('silent')).status?.job ?? {};
+    expect({ ...installed, logTail }).toMatchObject({ status: 'False', reason: 'JobDeadlineExceeded' });
     expect(installed.message).toContain(`exceeded its deadline of ${deadlineSeconds} s`);
     expect(conditionOf(await readProvisioning('silent'), 'Ready')).toMatchObject({ status: 'False' });
   }, 300_000);

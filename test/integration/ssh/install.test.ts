@@ -122,9 +122,11 @@ describe('as a non-root user', () => {
     expect(failingResult?.error?.message).toBe(
       `The command exited with code 100 on ${failing.ip}:${lab.port}: E: broken`,
     );
-    // A host that answers no session: the start session times out (it only starts the install).
+    // A host that answers no session: the start session times out (it only starts the install)
+    // after commandTimeoutMs (ssh/detached.ts: the start session gets min(60 s, commandTimeoutMs)).
+    expect(runOptions().commandTimeoutMs).toBe(10000);
     expect(hangingResult?.error?.message).toBe(
-      `The command did not finish within 3s on ${hanging.ip}:${lab.port}; the session was closed`,
+      `The command did not finish within 10s on ${hanging.ip}:${lab.port}; the session was closed`,
     );
     expect(rekeyedResult?.error?.message).toMatch(
       new RegExp(
