@@ -38,6 +38,7 @@ import {
   waitFor,
 } from '../../local/control-plane/index.js';
 import { useTestCluster } from '../support/cluster.js';
+import { pastOwnershipGrace } from '../support/ownership.js';
 import { testEnv } from '../support/control-plane-env.js';
 import {
   createKudSshKeySecret,
@@ -227,6 +228,9 @@ describeOnNode('hostile tenants against the KUD Jobs', () => {
         data: { 'hosts.ini': evil, MASTER_m: '192.0.2.66' },
       };
       const planted = await as.core().createNamespacedConfigMap({ namespace: ns(), body: forged });
+      // Older than the ownership grace (a fresh one may be a concurrent delivery's, not yet
+      // recorded: the step waits, writing nothing), so the steps judge it a look-alike at once.
+      await pastOwnershipGrace(planted.metadata);
       await harness.publish(sourceEvent('add', created));
       if (name === 'forged-ip') {
         await releaseKudJob(fns(), name, 0);

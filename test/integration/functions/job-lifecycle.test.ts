@@ -30,6 +30,7 @@ import { definition as inventoryRender } from '../../../functions/inventory-rend
 import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/index.js';
 import { createNamespace, deleteNamespace, uniqueNamespaceName } from '../../../local/control-plane/index.js';
 import { useTestCluster } from '../../support/cluster.js';
+import { pastOwnershipGrace } from '../../support/ownership.js';
 import {
   createKudSshKeySecret,
   describeOnNode,
@@ -239,7 +240,7 @@ describeOnNode('the KUD Job lifecycle', () => {
   });
 
   it('never adopts a pre-existing <cluster>-configmap when the Job succeeds', async () => {
-    await core().createNamespacedConfigMap({
+    const planted = await core().createNamespacedConfigMap({
       namespace: ns(),
       body: {
         metadata: { name: 'ipmap-configmap', labels: { cluster: 'ipmap' } },
@@ -251,6 +252,8 @@ describeOnNode('the KUD Job lifecycle', () => {
     expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-ipmap')).ended).toMatchObject({
       type: 'Complete',
     });
+    // Older than the ownership grace: a look-alike, not a concurrent delivery's fresh one.
+    await pastOwnershipGrace(planted.metadata);
     const deliveries = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-ipmap'));
     expect(summary(deliveries)).toEqual([['kud-job-launch', 200, EventTypes.provisioningFailed]]);
     expect(conditionOf(await status('ipmap'), 'Ready')).toMatchObject({
@@ -262,7 +265,7 @@ describeOnNode('the KUD Job lifecycle', () => {
         MASTER_m: '192.0.2.1',
       },
     );
-  });
+  }, 120_000);
 
   it('launches nothing for a forged inventory.rendered', async () => {
     const created = await createProvisioning(

@@ -39,6 +39,7 @@ import { kubeClients } from '../../../shared/k8s/clients.js';
 import { readImage } from '../../../shared/k8s/image.js';
 import { silentLogger } from '../../../shared/log.js';
 import { useTestCluster } from '../../support/cluster.js';
+import { pastOwnershipGrace } from '../../support/ownership.js';
 import { createKudSshKeySecret } from '../../support/node.js';
 import { serviceAccountToken } from '../../support/service-account-kubeconfig.js';
 import { startSshHosts, type SshHosts } from '../../support/sshd.js';
@@ -330,18 +331,20 @@ describe('Provisioning', () => {
     );
 
     // A `<cluster>-configmap` the functions did not create.
-    await core().createNamespacedConfigMap({
+    const planted = await core().createNamespacedConfigMap({
       namespace: ns(),
       body: { metadata: { name: 'conflict-configmap', labels: { cluster: 'conflict' } }, data: {} },
     });
     await provision('conflict', mac(5));
+    // Older than the ownership grace: a look-alike, not a concurrent delivery's fresh one.
+    await pastOwnershipGrace(planted.metadata);
     await endJob('conflict', 'Complete');
     const conflict = await read('conflict');
     expect(conflict.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
       reason: 'ObjectConflict',
     });
     expectJudged(conflict, 'Failed');
-  });
+  }, 120_000);
 
   it('is InProgress (kstatus: Terminating) while deleting', async () => {
     await custom().deleteNamespacedCustomObject({

@@ -101,7 +101,14 @@ async function killDpkgWhen(host: DebianHost, running: RegExp): Promise<string[]
       const victims = processes.filter((p) =>
         /apt-get|dpkg|bpa-test-slow|sleep|sh -c|\/var\/lib\/bpa-functions/.test(p.command),
       );
-      for (const { pid } of victims) process.kill(pid, 'SIGKILL');
+      for (const { pid } of victims) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch (error) {
+          // Ended between the listing and the kill (a short-lived `sh -c` or `sleep`): nothing to kill.
+          if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+        }
+      }
       return victims.map((v) => v.command);
     }
     await new Promise((r) => setTimeout(r, 100));
