@@ -13,13 +13,16 @@ import { resolveProvisioning } from './resolve-provisioning.js';
 
 /**
  * The sweep's part here: every Provisioning that is not Ready for its generation (and not in
- * progress) gets the event of its next step (nextStep) sent to the broker again.
+ * progress, nor being deleted) gets the event of its next step (nextStep) sent to the broker again.
  */
 export async function sweep(context: FunctionContext<HostLookupConfig>): Promise<void> {
   const facts = clusterFactsFor(context);
   await runSweep(context, {
     resource: provisioningsResource,
     kind: 'Provisioning',
+    // Being deleted: kud-job-launch's sweep cleans up and releases its hosts; resolving it again
+    // would claim them back (and the deletion bumps its generation, so every step looks undone).
+    select: (item) => item.metadata.deletionTimestamp === undefined,
     redrive: (item, clients) => redrive(context, clients, facts, item),
   });
 }

@@ -24,7 +24,7 @@ import {
 } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
-import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
+import { ownershipOf, recordOwned, withRecordedOwnership } from '../../shared/k8s/owned-objects.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import {
@@ -167,10 +167,16 @@ export async function completeJob(
   );
   try {
     const owner = ownerOf(parsed.data);
-    // Two handlers of one completion (the Job's update, the sweep) may race: the other one's fresh
-    // ConfigMap, not recorded in status.ownedObjects yet, is a transient OwnershipPending (retried),
-    // not a conflict (shared/core/ownership.ts).
-    const written = await upsertConfigMap(clients, markManaged(configMap), ownershipOf(owner, live));
+    // Two handlers of one completion (two updates of the Job, the sweep) may race: the other one's
+    // fresh ConfigMap, not recorded in status.ownedObjects yet, is judged again on the owner as it
+    // is a moment later (withRecordedOwnership), then a transient OwnershipPending (retried), never
+    // a conflict (shared/core/ownership.ts).
+    const written = await withRecordedOwnership(
+      clients,
+      provisioningTarget(ref.namespace, ref.name),
+      live,
+      (current) => upsertConfigMap(clients, markManaged(configMap), ownershipOf(owner, current)),
+    );
     await recordOwned(
       clients,
       provisioningTarget(ref.namespace, ref.name),

@@ -30,7 +30,7 @@ import {
   podsOfJob,
   readJob,
 } from '../../shared/k8s/jobs.js';
-import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
+import { ownershipOf, recordOwned, withRecordedOwnership } from '../../shared/k8s/owned-objects.js';
 import {
   ProvisioningCondition,
   provisioningIdentity,
@@ -186,14 +186,17 @@ export async function advanceKubeconfig(
 
   // A Secret of that name that is not ours is a conflict before anything prints the credential:
   // a publisher whose log could never be written anywhere would only expose it.
-  const refused = ownershipError(
-    'Secret',
-    await readKubeconfigSecret(clients, owner.namespace, secretName),
-    ownershipOf(owner, live),
-  );
-  if (refused?.reason === Reason.ObjectConflict)
-    return report('False', Reason.ObjectConflict, refused.message);
-  if (refused) throw refused;
+  // A fresh one a concurrent delivery has not recorded yet is judged again a moment later.
+  const refused = await withRecordedOwnership(clients, target, live, async (current) => {
+    const error = ownershipError(
+      'Secret',
+      await readKubeconfigSecret(clients, owner.namespace, secretName),
+      ownershipOf(owner, current),
+    );
+    if (error && error.reason !== Reason.ObjectConflict) throw error;
+    return error;
+  });
+  if (refused) return report('False', Reason.ObjectConflict, refused.message);
 
   const kudJob = await readOwnJob(clients, functionsNamespace, kudJobName, owner.uid);
   const nodeName = await kudNodeName(clients, live, kudJobName, kudJob);
@@ -260,8 +263,11 @@ async function writeKubeconfigSecret(
     }
     stored = await read();
   }
-  const refused = ownershipError('Secret', stored, ownershipOf(owner, live));
-  if (refused) throw refused;
+  // Created by a concurrent delivery that records its uid next: judged again a moment later.
+  await withRecordedOwnership(clients, target, live, (current) => {
+    const refused = ownershipError('Secret', stored, ownershipOf(owner, current));
+    return refused ? Promise.reject(refused) : Promise.resolve();
+  });
   if (!stored) return;
   const value = Buffer.from(adminConf, 'utf8').toString('base64');
   if (stored.data?.[kubeconfigSecretKey] === value) return;

@@ -1,15 +1,19 @@
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ownedEntry,
   ownedObjectsField,
   ownedObjectsOf,
+  ownershipPendingReason,
   withOwnedObject,
   withoutOwnedObject,
   type OwnedObject,
   type Ownership,
 } from '../core/ownership.js';
 import type { ProvisioningOwner } from '../core/owner.js';
+import { BpaError } from '../errors.js';
 import type { KubeClients } from './clients.js';
+import { getCustomObject } from './custom-objects.js';
 import { updateStatus, type StatusTarget } from './status-writer.js';
 import type { StoredObject } from './stored-object.js';
 
@@ -29,6 +33,44 @@ export const ownershipOf = (
   owned: ownedObjectsOf(live.status),
   ...(functionsNamespace ? { functionsNamespace } : {}),
 });
+
+/**
+ * How long a handler waits for a concurrent delivery to record the uid of an object it just
+ * created (create, then record: two writes) before answering the transient OwnershipPending.
+ */
+export const ownershipRecordingWaitMs = 3000;
+
+/**
+ * Runs `attempt` with the owner as `live` shows it; while it throws the transient
+ * `OwnershipPending` (shared/core/ownership.ts: a young object whose uid the status does not
+ * record yet, most often a concurrent delivery's of the same step, created a moment ago), reads
+ * the owner again and retries, for up to `waitMs`: the other delivery records the uid right after
+ * its create, and this one then goes on in the same request instead of failing it (a 503 and a
+ * broker retry for every Job completion two updates of the Job deliver at once). Still pending
+ * after that, or the owner gone or replaced: the error as it is (the broker's retry judges again).
+ */
+export async function withRecordedOwnership<T>(
+  clients: KubeClients,
+  target: StatusTarget,
+  live: StoredObject,
+  attempt: (owner: StoredObject) => Promise<T>,
+  { waitMs = ownershipRecordingWaitMs, intervalMs = 200 }: { waitMs?: number; intervalMs?: number } = {},
+): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  let owner = live;
+  for (;;) {
+    try {
+      return await attempt(owner);
+    } catch (error) {
+      const pending = error instanceof BpaError && error.reason === ownershipPendingReason;
+      if (!pending || Date.now() + intervalMs > deadline) throw error;
+      await sleep(intervalMs);
+      const fresh = await getCustomObject(clients, target);
+      if (!fresh || fresh.metadata.uid !== live.metadata.uid) throw error;
+      owner = fresh;
+    }
+  }
+}
 
 /**
  * Records the created (or used) object's uid in the owner's status; nothing when it is already

@@ -55,10 +55,8 @@ import { startLab, type Lab } from '../../../local/lab/lab.js';
 import { labHosts, labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
 import { stackBrokerName, stackNamespace } from '../../../local/stack.js';
-import {
-  buildInstallCommand,
-  packageSpecsFromItems,
-} from '../../../functions/software-install/ssh/command.js';
+import { packageSpecsFromItems, packageWord } from '../../../functions/software-install/ssh/command.js';
+import { startCommand } from '../../../functions/software-install/ssh/detached.js';
 import { decodeHttpEvent, encodeBinary, type RawEvent } from '../../../shared/cloudevents/http-codec.js';
 import { EventTypes, SourceEventTypes, softwareSubject } from '../../../shared/events/types.js';
 import { replyIdFor, stepCausesField } from '../../../shared/k8s/step-causes.js';
@@ -94,6 +92,9 @@ interface Received {
   /** The distributed-tracing extension as it arrived. */
   extension?: string;
 }
+
+/** A detached install's start command (ssh/detached.ts) with its install id left out. */
+const withoutInstallId = (command: string) => command.replace(/ sh '[0-9a-f]{24}' /, " sh '<id>' ");
 
 const firstValue = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 
@@ -261,15 +262,24 @@ describeOnEngines('software install and one trace through the chain', (engine) =
       [chain.cluster.node!.name, `${softwareName}-installer`, 'Succeeded'],
     ]);
 
-    // On each host, exactly the apt-get of its role, once (recorded by the lab's sshd, not run).
+    // On each host, exactly the apt-get of its role, started once, detached (contract section
+    // 12: apt runs on the host and is polled; the lab's sshd records the start, not the polls,
+    // and does not run apt).
     const aptByIp = new Map<string, string[]>();
     for (const { ip, command } of lab!.commands())
-      if (command.includes('apt-get')) aptByIp.set(ip, [...(aptByIp.get(ip) ?? []), command]);
+      if (command.includes('apt-get'))
+        aptByIp.set(ip, [...(aptByIp.get(ip) ?? []), withoutInstallId(command)]);
     expect(Object.fromEntries(aptByIp)).toEqual(
       Object.fromEntries(
         lab!.hosts.map((h) => [
           h.ip,
-          [buildInstallCommand({ packages: rolePackages[h.role], username: 'root' })],
+          [
+            startCommand({
+              id: '<id>',
+              words: [...new Set(rolePackages[h.role].map(packageWord))],
+              username: 'root',
+            }),
+          ],
         ]),
       ),
     );
@@ -430,11 +440,13 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     const jobName = `kud-${clusterB}`;
     const job = await batch().readNamespacedJob({ name: jobName, namespace: chain.functionsNamespace });
     expect(traceIdOf(job.metadata?.annotations?.['bpa.akraino.org/traceparent'])).toBe(chainTrace);
+    // The update of B's Job, which runs in the functions' namespace (contract section 12).
     const finished = (await chain.functionLog('kud-job-launch')).filter(
       (l) =>
         l.msg === 'event' &&
         l.ce_type === SourceEventTypes.resourceUpdate &&
-        l.namespace === traceNamespace &&
+        l.namespace === chain.functionsNamespace &&
+        l.name === jobName &&
         l['reply_type'] === EventTypes.clusterReady,
     );
     expect(finished.length).toBeGreaterThanOrEqual(1);

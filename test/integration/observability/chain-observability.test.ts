@@ -9,6 +9,10 @@
  *   namespace B: a Provisioning whose `add` event the test posts itself with a known
  *                traceparent (B is not watched for Provisionings), to cluster.ready.
  *
+ * B names A's hosts, and a host serves one Provisioning at a time (contract section 12): A's
+ * Software and Provisioning are deleted first (the cleanup Job runs on the node), driven by
+ * posted pings as the manifests' PingSource would (this stack has none).
+ *
  * Then: every function's and the broker's /metrics carry the runtime, domain and dispatch
  * metrics with their labels; the known trace id is on every chain event of B up to
  * cluster.ready although the Job's completion arrives in a trace of its own; every metric the
@@ -34,7 +38,8 @@ import { repoRoot } from '../../../local/control-plane/repo-root.js';
 import { startLab, type Lab } from '../../../local/lab/lab.js';
 import { labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
-import { startStack, type Stack } from '../../../local/stack.js';
+import { makePingEvent } from '../../../local/sources/ping-source.js';
+import { stackNamespace, startStack, type Stack } from '../../../local/stack.js';
 import { EventTypes, SourceEventTypes } from '../../../shared/events/types.js';
 import { traceIdOf } from '../../../shared/telemetry/tracing.js';
 import { useNodeCluster } from '../../support/node-cluster.js';
@@ -95,12 +100,14 @@ beforeAll(async () => {
   traceNamespace = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('obs-trace'));
   lab = await startLab({ namespace, network: cluster.nodeNetwork });
   await lab.applyToCluster(cluster.kubeConfig);
-  // B's KUD Job mounts the SSH key from its own namespace.
-  await lab.applySshKeySecret(cluster.kubeConfig, traceNamespace);
+  // Every KUD Job (A's and B's) runs in the functions' namespace and mounts the key there
+  // (contract section 12).
+  await createNamespace(cluster.kubeConfig, stackNamespace);
+  await lab.applySshKeySecret(cluster.kubeConfig, stackNamespace);
   await recorder.start();
   const manifestsDir = writeStackManifests(join(dir, 'manifests'), {
     resourceNamespaces: [namespace],
-    jobNamespaces: [namespace, traceNamespace],
+    jobNamespaces: [stackNamespace],
     recorderUri: recorder.url,
   });
   stack = await startStack({
@@ -110,13 +117,16 @@ beforeAll(async () => {
     log: () => undefined,
     logFile: join(dir, 'stack.log'),
     logLevel: 'info',
-    // BareMetalHosts live in A; B's Provisioning names the same lab hosts.
+    // BareMetalHosts live in A; B's Provisioning names the same lab hosts, once A is gone.
     // The install in the request: this suite counts software-install's reply to cluster.ready
     // (the Job path, where that answer is 204 and the Job reports later, is test/e2e/demo.test.ts
     // and test/integration/node/software-job.test.ts).
     functionsEnv: {
       ...lab.functionsEnv,
       SWEEP_NAMESPACES: `${namespace},${traceNamespace}`,
+      FUNCTIONS_NAMESPACE: stackNamespace,
+      // Every posted ping sweeps (the one-sweep-per-interval rule has its own tests).
+      SWEEP_INTERVAL_SECONDS: '0',
       INSTALL_RUNNER: 'in-request',
     },
   });
@@ -148,6 +158,48 @@ describe('a chain run through the embedded stack', () => {
   }, 240_000);
 
   it('keeps the source event’s trace id up to cluster.ready, across the KUD Job', async () => {
+    // B names the lab's hosts, and a host serves one Provisioning at a time (its BareMetalHost's
+    // spec.consumerRef, ADR 0013): A goes first, and with it its claims on the hosts. Deletion
+    // counts in none of the metrics below (no step of the chain runs for it).
+    const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    const object = (plural: string, name: string) => ({
+      group: 'bpa.akraino.org',
+      version: 'v1alpha1',
+      plural,
+      namespace: cluster.namespace,
+      name,
+    });
+    const gone = (plural: string, name: string) =>
+      custom
+        .getNamespacedCustomObject(object(plural, name))
+        .then(() => undefined)
+        .catch((error: unknown) => ((error as { code?: number }).code === 404 ? true : undefined));
+    await custom.deleteNamespacedCustomObject(object('softwares', `${clusterA}-tools`));
+    await eventually('Software A gone', () => gone('softwares', `${clusterA}-tools`), 60_000);
+    await custom.deleteNamespacedCustomObject(object('provisionings', clusterA));
+    // The deletion advances in kud-job-launch's sweep (cleanup Job, then the finalizer): a ping
+    // as the PingSource would send it, until A is gone.
+    await eventually(
+      'Provisioning A gone (its hosts released)',
+      async () => {
+        if (await gone('provisionings', clusterA)) return true;
+        const ping = encodeBinary(
+          makePingEvent(
+            {
+              apiVersion: 'sources.knative.dev/v1',
+              kind: 'PingSource',
+              metadata: { name: 'bpa-sweep' },
+              spec: { contentType: 'application/json', data: '{"sweep":true}' },
+            } as never,
+            stackNamespace,
+          ),
+        );
+        await fetch(stack!.ingressUrl, { method: 'POST', headers: ping.headers, body: ping.body });
+        return undefined;
+      },
+      240_000,
+      2000,
+    );
     await apply(labProvisioning(traceNamespace, clusterB));
     const stored = (await cluster.kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
       group: 'bpa.akraino.org',
@@ -207,7 +259,7 @@ describe('a chain run through the embedded stack', () => {
     const jobName = `kud-${clusterB}`;
     const job = await cluster.kubeConfig
       .makeApiClient(BatchV1Api)
-      .readNamespacedJob({ name: jobName, namespace: traceNamespace });
+      .readNamespacedJob({ name: jobName, namespace: stackNamespace });
     expect(traceIdOf(job.metadata?.annotations?.['bpa.akraino.org/traceparent'])).toBe(knownTraceId);
     const jobUpdates = recorder.received.filter(
       (r) =>
@@ -217,7 +269,7 @@ describe('a chain run through the embedded stack', () => {
     );
     expect(jobUpdates.length).toBeGreaterThan(0);
     for (const update of jobUpdates) expect(traceOf(update).header).not.toBe(knownTraceId);
-  }, 240_000);
+  }, 600_000);
 });
 
 describe('metrics after the chain run', () => {
@@ -414,6 +466,7 @@ describe('logs', () => {
     ce_type?: string;
     trace_id?: string;
     namespace?: string;
+    name?: string;
     reply_type?: string;
     cluster?: string;
   }
@@ -431,13 +484,15 @@ describe('logs', () => {
     const withoutTrace = requestLines.filter((line) => !/^[0-9a-f]{32}$/.test(line.trace_id ?? ''));
     expect(withoutTrace).toEqual([]);
 
-    // The request that finished B: a Job update answered with cluster.ready, logged in B's trace.
+    // The request that finished B: an update of B's KUD Job (in the functions' namespace)
+    // answered with cluster.ready, logged in B's trace.
     const finished = requestLines.filter(
       (line) =>
         line.component === 'kud-job-launch' &&
         line.msg === 'event' &&
         line.ce_type === SourceEventTypes.resourceUpdate &&
-        line.namespace === traceNamespace &&
+        line.namespace === stackNamespace &&
+        line.name === `kud-${clusterB}` &&
         line.reply_type === EventTypes.clusterReady,
     );
     expect(finished.map((line) => line.trace_id)).toEqual([knownTraceId]);
