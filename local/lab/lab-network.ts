@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { BpaError } from '../../shared/errors.js';
+import { lastPodOctet } from '../node/network.js';
 
 const run = promisify(execFile);
 
@@ -33,7 +35,8 @@ export interface LabNetwork {
  * bridge by a veth pair, with an address of the node's /24 and no route beyond it. So the KUD
  * Job (hostNetwork: the node's namespace), pods and this machine's root namespace (where the
  * functions run) reach the hosts, and the hosts reach nothing else. The octets are the top of the
- * /24, which the node leaves to machines on its network (its pods count up from .3).
+ * /24, which the node leaves to machines on its network (its pods get .3 to .200:
+ * local/node/network.ts).
  */
 export async function createLabNetwork(
   attachment: NodeNetworkAttachment,
@@ -43,6 +46,13 @@ export async function createLabNetwork(
   const remove = async () => {
     for (const host of hosts.splice(0)) await ip('netns', 'delete', host.netns).catch(() => undefined);
   };
+  const taken = octets.filter((octet) => !Number.isInteger(octet) || octet <= lastPodOctet || octet > 254);
+  if (taken.length > 0)
+    throw new BpaError(
+      'LabAddressInPodRange',
+      `lab host octets ${taken.join(', ')} are not in ${lastPodOctet + 1}-254, the part of the node's /24 its pods never get`,
+      'invalid',
+    );
   try {
     for (const octet of octets) {
       const netns = `${attachment.netnsPrefix}lab${octet}`;

@@ -20,11 +20,20 @@ export interface PodSandbox {
 
 export const clusterDomain = 'cluster.local';
 
+/**
+ * Pods get .3 to .200 of the node's /24 (.1 the gateway, .2 the node); .201 to .254 are left to
+ * machines on the node's network (the lab's hosts: local/lab/lab.ts labHostOctets, and the node
+ * suites' hosts at .241 and up). Round robin over the whole /24 once handed a lab host's address to
+ * a pod after about 248 pods on the run's node, so SSH to that host reached the pod.
+ */
+export const firstPodOctet = 3;
+export const lastPodOctet = 200;
+
 export class NodeNetwork {
   readonly gateway: string;
   readonly nodeIp: string;
   private readonly usedOctets = new Set<number>();
-  private lastOctet = 254;
+  private lastOctet = lastPodOctet;
 
   constructor(
     readonly slot: NodeSlot,
@@ -109,8 +118,9 @@ export class NodeNetwork {
    * new pod does not meet the previous holder's names while the kernel still tears them down.
    */
   private allocateOctet(): number {
-    for (let step = 1; step <= 252; step++) {
-      const octet = 3 + ((this.lastOctet - 3 + step) % 252);
+    const count = lastPodOctet - firstPodOctet + 1;
+    for (let step = 1; step <= count; step++) {
+      const octet = firstPodOctet + ((this.lastOctet - firstPodOctet + step) % count);
       if (!this.usedOctets.has(octet)) {
         this.usedOctets.add(octet);
         this.lastOctet = octet;
