@@ -6,7 +6,7 @@ import ssh2 from 'ssh2';
 import type { Env } from '../../shared/config.js';
 import { applyObject } from '../control-plane/apply.js';
 import { createNamespace } from '../control-plane/namespaces.js';
-import { onboardNamespace } from '../control-plane/tenant.js';
+import { onboardNamespace, shippedFunctionsNamespace } from '../control-plane/tenant.js';
 import { applyLabBareMetalHosts } from './bare-metal-hosts.js';
 import { labHosts, labHostsOn, labNamespace, type LabHost } from './lab-definition.js';
 import { createLabNetwork, type NodeNetworkAttachment } from './lab-network.js';
@@ -40,7 +40,10 @@ export interface Lab {
   commands(): LabSshCommand[];
   /** Env the functions need to reach the lab (lease file, SSH port, known_hosts). */
   functionsEnv: Env;
-  /** Creates the namespace, BareMetalHosts (with inspected NICs) and the SSH key Secret. */
+  /**
+   * Creates the namespace, BareMetalHosts (with inspected NICs) and the SSH key Secret, there and
+   * in the functions' namespace (bpa-system, where the KUD Job mounts it).
+   */
   applyToCluster(kubeConfig: KubeConfig): Promise<void>;
   /** The SSH key Secret in another namespace too (a KUD Job mounts it from its own namespace). */
   applySshKeySecret(kubeConfig: KubeConfig, namespace: string): Promise<void>;
@@ -117,6 +120,10 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
         await onboardNamespace(kubeConfig, namespace);
         await applyLabBareMetalHosts(kubeConfig, hosts, namespace);
         await applySshKeySecret(kubeConfig, namespace);
+        // The KUD Job runs in the functions' namespace and mounts the operator's key from there,
+        // never a tenant's (contract section 12): the lab's key is the operator's too.
+        await createNamespace(kubeConfig, shippedFunctionsNamespace);
+        await applySshKeySecret(kubeConfig, shippedFunctionsNamespace);
       },
       applySshKeySecret: (kubeConfig, where) => applySshKeySecret(kubeConfig, where),
       stop,

@@ -51,8 +51,9 @@ describeOnNode('bare-metal chain', () => {
       LEASES_SOURCE: join(dir, 'dhcpd.leases'),
       KUD_IMAGE: kudTestImage.succeeds,
     });
-    await createKudSshKeySecret(cluster.kubeConfig, namespace);
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
+    // The KUD Job mounts the operator's key, in the functions' namespace (contract section 12).
+    await createKudSshKeySecret(cluster.kubeConfig, harness.functionsNamespace);
   });
 
   afterAll(async () => {
@@ -90,19 +91,23 @@ describeOnNode('bare-metal chain', () => {
     expect(deliveries[1]?.reply?.data).toMatchObject({ inventorySha256: sha256Hex(expectedInventory) });
 
     const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
-    const job = await batch.readNamespacedJob({ name: 'kud-edge-1', namespace });
+    // In the functions' namespace, tied to the Provisioning by its uid label and annotations (an
+    // owner reference cannot cross namespaces).
+    const fns = harness.functionsNamespace;
+    const job = await batch.readNamespacedJob({ name: 'kud-edge-1', namespace: fns });
     expect(job.metadata?.labels).toEqual({
       cluster: 'edge-1',
       'app.kubernetes.io/managed-by': 'bpa-functions',
+      'bpa.akraino.org/provisioning-uid': created.metadata.uid,
+    });
+    expect(job.metadata?.annotations).toMatchObject({
+      'bpa.akraino.org/provisioning-namespace': namespace,
+      'bpa.akraino.org/provisioning-name': 'edge',
     });
     expect(job.metadata?.annotations?.['bpa.akraino.org/inventory-sha256']).toBe(
       sha256Hex(expectedInventory),
     );
-    expect(job.metadata?.ownerReferences?.[0]).toMatchObject({
-      name: 'edge',
-      uid: created.metadata.uid,
-      controller: true,
-    });
+    expect(job.metadata?.ownerReferences).toBeUndefined();
     const container = job.spec?.template.spec?.containers[0];
     expect(container?.image).toBe(kudTestImage.succeeds);
     expect(container?.args).toEqual([kudInstallerScript('edge-1', '10.244.64.0/18', ['onap4k8s', 'emco'])]);
@@ -121,14 +126,12 @@ describeOnNode('bare-metal chain', () => {
 
     // The Job controller's part (the pod ran the installer line above on the node), then the
     // Job ApiServerSource's update event.
-    const finished = await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-edge-1');
+    const finished = await waitForJobEnd(cluster.kubeConfig, fns, 'kud-edge-1');
     expect(finished.ended).toMatchObject({ type: 'Complete', reason: 'CompletionsReached' });
-    expect(await jobPodLog(cluster.kubeConfig, namespace, 'kud-edge-1')).toContain(
+    expect(await jobPodLog(cluster.kubeConfig, fns, 'kud-edge-1')).toContain(
       'installer --cluster edge-1 --network 10.244.64.0/18 --plugins onap4k8s emco',
     );
-    const completion = await harness.publish(
-      await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-edge-1'),
-    );
+    const completion = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns, 'kud-edge-1'));
     expect(completion.map((d) => [d.target, d.status, d.reply?.type])).toEqual([
       ['kud-job-launch', 200, EventTypes.clusterReady],
     ]);
@@ -156,7 +159,7 @@ describeOnNode('bare-metal chain', () => {
     );
 
     // The Job keeps sending updates; completion is announced once.
-    const again = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-edge-1'));
+    const again = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, fns, 'kud-edge-1'));
     expect(again.map((d) => d.status)).toEqual([204]);
   }, 240_000);
 });

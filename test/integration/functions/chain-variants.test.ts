@@ -47,8 +47,9 @@ describeOnNode('chain variants', () => {
       IP_SOURCES: 'nics',
       KUD_IMAGE: kudTestImage.waits,
     });
-    await createKudSshKeySecret(cluster.kubeConfig, cluster.namespace);
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
+    // The KUD Jobs run in the functions' namespace and mount the operator's key there (section 12).
+    await createKudSshKeySecret(cluster.kubeConfig, harness.functionsNamespace);
   });
   afterAll(() => harness?.stop());
 
@@ -113,12 +114,16 @@ describeOnNode('chain variants', () => {
     const inventory = await core.readNamespacedConfigMap({ name: 'solo-inventory', namespace });
     expect(inventory.data?.['hosts.ini']).toBe(await golden('masters-only-hosts.ini'));
 
-    await releaseKudJob(namespace, 'solo', 0);
-    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-solo')).ended).toMatchObject({
+    await releaseKudJob(harness.functionsNamespace, 'solo', 0);
+    expect(
+      (await waitForJobEnd(cluster.kubeConfig, harness.functionsNamespace, 'kud-solo')).ended,
+    ).toMatchObject({
       type: 'Complete',
       reason: 'CompletionsReached',
     });
-    const [ready] = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-solo'));
+    const [ready] = await harness.publish(
+      await jobUpdateEvent(cluster.kubeConfig, harness.functionsNamespace, 'kud-solo'),
+    );
     expect(ready?.reply?.type).toBe(EventTypes.clusterReady);
     const ips = await core.readNamespacedConfigMap({ name: 'solo-configmap', namespace });
     expect(ips.data).toEqual({
@@ -147,18 +152,22 @@ describeOnNode('chain variants', () => {
       }),
     );
     await harness.publish(sourceEvent('add', created));
-    await releaseKudJob(namespace, 'doomed', 1);
-    expect((await waitForJobEnd(cluster.kubeConfig, namespace, 'kud-doomed')).ended).toMatchObject({
+    await releaseKudJob(harness.functionsNamespace, 'doomed', 1);
+    expect(
+      (await waitForJobEnd(cluster.kubeConfig, harness.functionsNamespace, 'kud-doomed')).ended,
+    ).toMatchObject({
       type: 'Failed',
       reason: 'BackoffLimitExceeded',
     });
-    const [failed] = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-doomed'));
+    const [failed] = await harness.publish(
+      await jobUpdateEvent(cluster.kubeConfig, harness.functionsNamespace, 'kud-doomed'),
+    );
     expect(failed?.reply?.type).toBe(EventTypes.provisioningFailed);
     // The contract's text, then the failed pod's name (contract section 10).
     const [pod] = (
       await cluster.kubeConfig
         .makeApiClient(CoreV1Api)
-        .listNamespacedPod({ namespace, labelSelector: 'job-name=kud-doomed' })
+        .listNamespacedPod({ namespace: harness.functionsNamespace, labelSelector: 'job-name=kud-doomed' })
     ).items;
     const message = `Job Failed, KUD not installed in Cluster doomed, check pod logs (pod ${pod?.metadata?.name})`;
     expect(pod?.metadata?.name).toMatch(/^kud-doomed-[a-z0-9]{5}$/);
@@ -178,12 +187,17 @@ describeOnNode('chain variants', () => {
       { code: 404 },
     );
     // The Job is left for its logs; a repeat of its update changes nothing.
-    const again = await harness.publish(await jobUpdateEvent(cluster.kubeConfig, namespace, 'kud-doomed'));
+    const again = await harness.publish(
+      await jobUpdateEvent(cluster.kubeConfig, harness.functionsNamespace, 'kud-doomed'),
+    );
     expect(again.map((d) => d.status)).toEqual([204]);
     const batch = cluster.kubeConfig.makeApiClient(BatchV1Api);
-    expect((await batch.readNamespacedJob({ name: 'kud-doomed', namespace })).status?.failed).toBe(1);
+    expect(
+      (await batch.readNamespacedJob({ name: 'kud-doomed', namespace: harness.functionsNamespace })).status
+        ?.failed,
+    ).toBe(1);
     // The pod logs the message points at are there: the installer's own last line.
-    expect(await jobPodLog(cluster.kubeConfig, namespace, 'kud-doomed')).toContain(
+    expect(await jobPodLog(cluster.kubeConfig, harness.functionsNamespace, 'kud-doomed')).toContain(
       '[kud-installer test image] released: exit 1',
     );
   }, 240_000);
