@@ -1,6 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { DeliveryRecord } from '../broker/index.js';
 import { applyObject } from '../control-plane/apply.js';
+import { shippedFunctionsNamespace } from '../control-plane/tenant.js';
 import { startKnativeStack } from '../knative/stack.js';
 import { startStack, type Stack } from '../stack.js';
 import { shortEventType } from '../stack/delivery-line.js';
@@ -340,7 +341,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         });
       })(),
     ).catch(async (error: unknown) => {
-      if (onNode) await showKudLogs(out, kubeConfig, activeLab.namespace);
+      if (onNode) await showKudLogs(out, kubeConfig, shippedFunctionsNamespace);
       throw error;
     });
     const nodes = (readyProvisioning.status?.nodes ?? []) as ResolvedNode[];
@@ -355,7 +356,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       activeLab.namespace,
       activeLab.hosts.map((h) => h.bmhName),
     );
-    if (onNode) await showKudLogs(out, kubeConfig, activeLab.namespace);
+    if (onNode) await showKudLogs(out, kubeConfig, shippedFunctionsNamespace);
     const ipConfigMap = await kubeConfig
       .makeApiClient(CoreV1Api)
       .readNamespacedConfigMap({ name: `${labCluster}-configmap`, namespace: activeLab.namespace })
@@ -482,7 +483,7 @@ async function showHostImages(
   for (const line of table(rows)) out.info(line);
 }
 
-/** The KUD Job's pod output, as `kubectl logs job/kud-<cluster>` shows it (the node serves it). */
+/** The KUD Job's pod output, as `kubectl logs -n bpa-system job/kud-<cluster>` shows it (the node serves it). */
 async function showKudLogs(out: DemoOutput, kubeConfig: Stack['kubeConfig'], namespace: string) {
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const jobName = kudJobName(labCluster);
