@@ -3,8 +3,10 @@
  * kube-controller-manager, kube-scheduler; the node, OUR IMITATION of a kubelet), driven with
  * kubectl: a Provisioning becomes a KUD Job run by the real Job controller, whose container, the
  * KUD installer stand-in, fails on the host's documentation address (never reached: the node's
- * networks have no route off the machine). The broker is the embedded one (IMITATION of Knative
- * Eventing, which this project does not run yet: issue 14). Needs root.
+ * networks have no route off the machine). The broker is the embedded one (OUR IMITATION of
+ * Knative Eventing's broker: `bpa dev --engine knative` runs the real one, tested by the chain
+ * suites on both engines, test/integration/chain). The node is our kubelet imitation until issue 24
+ * replaces it with a real kubelet. Needs root.
  */
 import { describe, expect, it } from '@jest/globals';
 import { execFile, spawn } from 'node:child_process';
