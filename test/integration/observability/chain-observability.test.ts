@@ -150,9 +150,15 @@ describe('a chain run through the embedded stack', () => {
       async () => (isReady(await readCustom('provisionings', namespace, clusterA)) ? true : undefined),
       180_000,
     );
+    // Not Ready: the probe throws what the Software says (conditions, hosts' errors), so a
+    // timeout names the cause (a whole-suite run once timed out here with 1 of 3 hosts installed).
     await eventually(
       'Software A Ready',
-      async () => (isReady(await readCustom('softwares', namespace, `${clusterA}-tools`)) ? true : undefined),
+      async () => {
+        const software = await readCustom('softwares', namespace, `${clusterA}-tools`);
+        if (isReady(software)) return true;
+        throw new Error(`Software A: ${JSON.stringify(software.status ?? {})}`);
+      },
       180_000,
     );
   }, 240_000);
