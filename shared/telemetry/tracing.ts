@@ -197,11 +197,19 @@ async function processorsFromEnv(env: Env, log?: Logger): Promise<SpanProcessor[
   return processors;
 }
 
-/** OTLP/HTTP traces endpoint from the given env (the exporter itself only reads process.env). */
-function otlpTracesUrl(env: Env): string | undefined {
+/** The OTLP/HTTP path of traces, appended to a base endpoint. */
+const otlpTracesPath = '/v1/traces';
+
+/**
+ * OTLP/HTTP traces endpoint from the given env (the exporter itself only reads process.env).
+ * A base endpoint that already ends in `/v1/traces` is taken as it is: Knative's
+ * config-observability `tracing-endpoint` has that form, and operators copy it here (appending
+ * gave `/v1/traces/v1/traces`, which collectors answer 404).
+ */
+export function otlpTracesUrl(env: Env): string | undefined {
   const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
   if (traces) return traces;
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
-  if (base) return `${base.replace(/\/+$/, '')}/v1/traces`;
-  return undefined;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim().replace(/\/+$/, '');
+  if (!base) return undefined;
+  return base.endsWith(otlpTracesPath) ? base : `${base}${otlpTracesPath}`;
 }
