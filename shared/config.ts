@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { knativeOidcTokenFile } from './cloudevents/sink-client.js';
 import { BpaError } from './errors.js';
 
 /**
@@ -61,6 +62,12 @@ export const serverEnvSchema = z.object({
   /** Where `context.send()` posts: Knative injects K_SINK (SinkBinding); BROKER_URL otherwise. */
   K_SINK: envOptionalUrl(),
   BROKER_URL: envOptionalUrl(),
+  /**
+   * A bearer token sent with every event the function posts to its sink, read on each send: the
+   * OIDC token Knative mounts under a SinkBinding when Eventing's authentication-oidc is on
+   * (docs/knative.md "Event authorization"). Absent file: no Authorization header.
+   */
+  SINK_TOKEN_FILE: envString(knativeOidcTokenFile),
   /** Largest request body accepted, in bytes. */
   MAX_BODY_BYTES: envInt(1024 * 1024, { min: 1024 }),
   /** How long close()/SIGTERM waits for in-flight requests before cutting connections. */

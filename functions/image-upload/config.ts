@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { knativeOidcTokenFile } from '../../shared/cloudevents/sink-client.js';
 import { envInt, envList, envOptionalUrl, envString } from '../../shared/config.js';
 import { s3EnvSchema } from '../../shared/storage/s3.js';
 import { urlKeysSchema } from '../../shared/storage/signed-url.js';
@@ -43,6 +44,8 @@ export const imageUploadConfigSchema = s3EnvSchema.extend({
   /** Where image.uploaded goes: K_SINK (SinkBinding) or BROKER_URL. */
   K_SINK: envOptionalUrl(),
   BROKER_URL: envOptionalUrl(),
+  /** The bearer token sent with image.uploaded, as the functions' SINK_TOKEN_FILE (shared/config.ts). */
+  SINK_TOKEN_FILE: envString(knativeOidcTokenFile),
   /** How long a positive TokenReview + SubjectAccessReview answer is reused. */
   AUTH_CACHE_SECONDS: envInt(10, { min: 0 }),
   /**

@@ -81,7 +81,7 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
     clients,
     store,
     config.S3_BUCKET,
-    config.K_SINK ?? config.BROKER_URL,
+    { url: config.K_SINK ?? config.BROKER_URL, tokenFile: config.SINK_TOKEN_FILE },
     log,
     quotas,
   );

@@ -18,6 +18,7 @@ import {
 } from '../../shared/k8s/image.js';
 import { managedByLabel, managedByValue } from '../../shared/k8s/resources.js';
 import type { Logger } from '../../shared/log.js';
+import type { Sink } from '../../shared/server/sink.js';
 import type { ImageSpec, ImageType } from '../../shared/schemas/image.js';
 import type { ImageQuotas } from './quotas.js';
 import type { ImageStore } from './store.js';
@@ -71,7 +72,7 @@ export class ImageUploads {
     readonly clients: KubeClients,
     private readonly store: ImageStore,
     private readonly bucket: string,
-    private readonly sinkUrl: string | undefined,
+    private readonly sink: Sink,
     private readonly log: Logger,
     private readonly quotas?: ImageQuotas,
   ) {}
@@ -209,7 +210,7 @@ export class ImageUploads {
       },
       log,
     );
-    if (!this.sinkUrl) {
+    if (!this.sink.url) {
       log.warn('no K_SINK or BROKER_URL: image.uploaded not sent, the image stays Uploaded');
       return;
     }
@@ -221,7 +222,9 @@ export class ImageUploads {
       { cluster: address.clusterName },
     );
     try {
-      const response = await postEventWithRetry(this.sinkUrl, event);
+      const response = await postEventWithRetry(this.sink.url, event, {
+        ...(this.sink.tokenFile ? { tokenFile: this.sink.tokenFile } : {}),
+      });
       if (response.status >= 300) throw new Error(`the sink answered HTTP ${response.status}`);
       log.info('event sent', { eventId: event.id, eventType: event.type });
     } catch (error) {

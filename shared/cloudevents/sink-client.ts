@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import type { CloudEvent } from 'cloudevents';
 import { BpaError } from '../errors.js';
 import { encodeHttpEvent, looksLikeCloudEvent, parseHttpEvent } from './message.js';
@@ -14,6 +15,36 @@ export interface PostEventOptions {
   headers?: Record<string, string>;
   /** Per-attempt timeout. Default 30 s. */
   timeoutMs?: number;
+  /**
+   * A file holding a bearer token, read for each attempt (Knative renews it in place): sent as
+   * `Authorization: Bearer <token>` when the file exists and is not empty, nothing otherwise.
+   * This is how a sender under a SinkBinding authenticates to a Broker when Eventing's
+   * `authentication-oidc` is on (the token Knative mounts at `knativeOidcTokenFile`).
+   */
+  tokenFile?: string;
+}
+
+/**
+ * Where Knative mounts a SinkBinding's OIDC token (for its sink's audience) in the subject's pods
+ * when `authentication-oidc` is enabled: a volume `oidc-token` at /oidc, key `token`.
+ */
+export const knativeOidcTokenFile = '/oidc/token';
+
+/** `{ authorization: 'Bearer …' }` from `tokenFile`, or `{}` when it is unset, absent or empty. */
+export async function bearerFromTokenFile(tokenFile: string | undefined): Promise<Record<string, string>> {
+  if (!tokenFile) return {};
+  let token: string;
+  try {
+    token = (await readFile(tokenFile, 'utf8')).trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new BpaError(
+      'SinkTokenUnreadable',
+      `Cannot read the sink's token file ${tokenFile}: ${(error as Error).message}`,
+      'internal',
+    );
+  }
+  return token ? { authorization: `Bearer ${token}` } : {};
 }
 
 export interface SinkResponse {
@@ -61,12 +92,13 @@ export async function postEvent(
   options: PostEventOptions = {},
 ): Promise<SinkResponse> {
   const message = encodeHttpEvent(event, options.structured ? 'structured' : 'binary');
+  const authorization = await bearerFromTokenFile(options.tokenFile);
   let response: Response;
   let body: Buffer;
   try {
     response = await fetch(url, {
       method: 'POST',
-      headers: { ...message.headers, ...options.headers },
+      headers: { ...message.headers, ...options.headers, ...authorization },
       body: message.body,
       signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
     });

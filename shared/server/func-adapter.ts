@@ -7,7 +7,7 @@ import { notOnboardedIn, onboardCommand } from '../k8s/api-errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { routeEvent } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
-import { postToSink } from './sink.js';
+import { postToSink, type Sink } from './sink.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from './types.js';
 
 /**
@@ -32,7 +32,7 @@ export class FuncHttpError extends Error {
 interface ProcessScope<Config> {
   kubeConfig: KubeConfig;
   config: Config;
-  sinkUrl: string | undefined;
+  sink: Sink;
   log: Logger;
 }
 
@@ -61,7 +61,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
       return {
         kubeConfig,
         config: parseEnv(definition.configSchema, process.env, definition.name),
-        sinkUrl: serverEnv.K_SINK ?? serverEnv.BROKER_URL,
+        sink: { url: serverEnv.K_SINK ?? serverEnv.BROKER_URL, tokenFile: serverEnv.SINK_TOKEN_FILE },
         log: createLogger().child({ function: definition.name }),
       };
     })());
@@ -75,7 +75,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
     const event = asOurEvent(rawEvent);
     const routing = routeEvent(definition, event);
     if ('problem' in routing) throw new FuncHttpError(400, routing.problem.reason, routing.problem.message);
-    const { kubeConfig, config, sinkUrl, log: processLog } = await processScope();
+    const { kubeConfig, config, sink, log: processLog } = await processScope();
     const log = processLog.child({ ...eventLogFields(event) });
     const traceparent = typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined;
     const ours: FunctionContext<Config> = {
@@ -84,7 +84,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
       kubeConfig,
       config,
       send: async (sent) => {
-        await postToSink(definition.name, sinkUrl, sent);
+        await postToSink(definition.name, sink, sent);
       },
       ...(traceparent ? { traceparent } : {}),
     };

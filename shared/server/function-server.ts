@@ -16,6 +16,7 @@ import { RequestTrace } from './request-span.js';
 import { errorBody, responder } from './responses.js';
 import { routeRequest } from './routes.js';
 import type { FunctionContext, FunctionDefinition } from './types.js';
+import type { Sink } from './sink.js';
 
 /**
  * The function server: one FunctionDefinition over HTTP, the Knative Functions way.
@@ -90,7 +91,10 @@ export async function startFunctionServer<Config>(
   const serverEnv = parseEnv(serverEnvSchema, env, `the ${definition.name} function server`);
   const config = parseEnv(definition.configSchema, env, definition.name);
   const log = (options.log ?? createLogger()).child({ function: definition.name });
-  const sinkUrl = options.sink ?? serverEnv.K_SINK ?? serverEnv.BROKER_URL;
+  const sink: Sink = {
+    url: options.sink ?? serverEnv.K_SINK ?? serverEnv.BROKER_URL,
+    tokenFile: serverEnv.SINK_TOKEN_FILE,
+  };
   const maxBodyBytes = options.maxBodyBytes ?? serverEnv.MAX_BODY_BYTES;
   const graceMs = options.shutdownGraceMs ?? serverEnv.SHUTDOWN_GRACE_SECONDS * 1000;
 
@@ -182,13 +186,13 @@ export async function startFunctionServer<Config>(
         log: trace.log,
         kubeConfig: options.kubeConfig,
         config,
-        send: trace.sender(definition.name, sinkUrl),
+        send: trace.sender(definition.name, sink),
         ...(parent.traceparent ? { traceparent: parent.traceparent } : {}),
         ...(metrics ? { metrics } : {}),
         continueTrace: (traceparent, tracestate) => {
           if (!trace.continueIn(traceparent, tracestate, spanName, eventAttributes)) return false;
           context.log = trace.log;
-          context.send = trace.sender(definition.name, sinkUrl);
+          context.send = trace.sender(definition.name, sink);
           context.traceparent = traceparent;
           return true;
         },
@@ -270,7 +274,7 @@ export async function startFunctionServer<Config>(
   log.info('function server ready', {
     url,
     accepts: accepted,
-    sink: sinkUrl ?? null,
+    sink: sink.url ?? null,
     tracing_export: tracing?.exporting ?? false,
     startup_ms: Math.round(elapsedSeconds(startedAt) * 1e6) / 1e3,
   });

@@ -2,7 +2,7 @@ import type { CloudEvent } from 'cloudevents';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { traceIdOf, type RequestSpan, type TraceHeaders, type Tracing } from '../telemetry/tracing.js';
-import { postToSink } from './sink.js';
+import { postToSink, type Sink } from './sink.js';
 
 /**
  * The trace and the log binding of one request: the server span (when tracing is on), the
@@ -73,7 +73,7 @@ export class RequestTrace {
   }
 
   /** `context.send` for the span as it is now: each event goes out in a client span of its own. */
-  sender(functionName: string, sinkUrl: string | undefined): (event: CloudEvent<unknown>) => Promise<void> {
+  sender(functionName: string, sink: Sink): (event: CloudEvent<unknown>) => Promise<void> {
     const span = this.span;
     const requestLog = this.log;
     const tracing = this.tracing;
@@ -87,7 +87,7 @@ export class RequestTrace {
           : undefined;
       try {
         const outgoing = child ? event.cloneWith({ ...child.headers }) : event;
-        const status = await postToSink(functionName, sinkUrl, outgoing, child ? { ...child.headers } : {});
+        const status = await postToSink(functionName, sink, outgoing, child ? { ...child.headers } : {});
         requestLog.debug('sent event', { sent_id: event.id, sent_type: event.type, status });
       } catch (error) {
         child?.fail(describeError(error).message);

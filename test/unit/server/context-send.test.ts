@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startFunctionServer } from '../../../shared/server/function-server.js';
 import { sendType, testFunction, untouchableKubeConfig, capturingLogger } from './test-function.js';
 import { startRecordingSink } from './recording-sink.js';
@@ -88,6 +91,42 @@ describe('context.send()', () => {
       );
     } finally {
       await server.close();
+    }
+  });
+
+  it("sends SINK_TOKEN_FILE's token as a bearer token, read again for each event (Knative renews it)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sink-token-'));
+    const tokenFile = join(dir, 'token');
+    await writeFile(tokenFile, 'first-token\n');
+    // The first POST is answered only after the file changed: the second event reads it anew.
+    const sink = await startRecordingSink([
+      { status: 202, beforeAnswer: () => writeFile(tokenFile, 'renewed-token') },
+      { status: 202 },
+    ]);
+    const server = await serverWithEnv({ K_SINK: sink.url, SINK_TOKEN_FILE: tokenFile });
+    try {
+      expect((await sendRequest(server.url, 2)).status).toBe(204);
+      expect(sink.requests.map((r) => r.headers.authorization)).toEqual([
+        'Bearer first-token',
+        'Bearer renewed-token',
+      ]);
+    } finally {
+      await server.close();
+      await sink.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('sends no Authorization header when the token file does not exist (OIDC off)', async () => {
+    const sink = await startRecordingSink([{ status: 202 }]);
+    const server = await serverWithEnv({ K_SINK: sink.url, SINK_TOKEN_FILE: '/nonexistent/oidc/token' });
+    try {
+      expect((await sendRequest(server.url, 1)).status).toBe(204);
+      expect(sink.requests).toHaveLength(1);
+      expect(sink.requests[0]!.headers.authorization).toBeUndefined();
+    } finally {
+      await server.close();
+      await sink.close();
     }
   });
 

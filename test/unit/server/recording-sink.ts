@@ -12,6 +12,8 @@ export interface ScriptedResponse {
   status: number;
   headers?: Record<string, string>;
   body?: string;
+  /** Runs before the answer is written (to change the world between two requests). */
+  beforeAnswer?: () => Promise<unknown>;
 }
 
 /**
@@ -24,7 +26,7 @@ export async function startRecordingSink(script: ScriptedResponse[]) {
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
+    request.on('end', async () => {
       requests.push({
         method: request.method ?? '',
         url: request.url ?? '',
@@ -32,6 +34,7 @@ export async function startRecordingSink(script: ScriptedResponse[]) {
         body: Buffer.concat(chunks),
       });
       const answer = script[Math.min(requests.length - 1, script.length - 1)] ?? { status: 202 };
+      await answer.beforeAnswer?.();
       response.writeHead(answer.status, answer.headers ?? {});
       response.end(answer.body ?? '');
       for (const waiter of waiters.filter((w) => requests.length >= w.count)) waiter.resolve();

@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import { CloudEvent } from 'cloudevents';
 import {
   knativeSourceRetry,
@@ -86,6 +87,19 @@ describe('postEvent', () => {
       reason: 'SinkUnreachable',
       kind: 'transient',
     });
+  });
+  it('refuses to send with a token file it cannot read (SinkTokenUnreadable), sending nothing', async () => {
+    const sink = await startRecordingSink([{ status: 202 }]);
+    try {
+      // A directory where the token file should be: EISDIR, not a missing file.
+      await expect(postEvent(sink.url, event, { tokenFile: tmpdir() })).rejects.toMatchObject({
+        reason: 'SinkTokenUnreadable',
+        message: expect.stringContaining(tmpdir()),
+      });
+      expect(sink.requests).toHaveLength(0);
+    } finally {
+      await sink.close();
+    }
   });
 });
 
