@@ -29,6 +29,11 @@ Options:
                         joins an existing trace
   --id ID               the event id (default: a fresh UUID)
   --timeout SECONDS     give up waiting for the response after this long (default: 30)
+  --token-file FILE     send the token in FILE as "Authorization: Bearer <token>": a Broker with
+                        Knative's authentication-oidc on answers 401 without one, 403 to an identity
+                        no EventPolicy names (docs/knative.md "Event authorization"), e.g.
+                        kubectl create token bpa-sender -n bpa-system \\
+                          --audience eventing.knative.dev/broker/bpa-system/default > token
   -h, --help            show this help
 
 Output: the first line is "HTTP <status> <text>". When the response carries a CloudEvent (a
@@ -37,7 +42,7 @@ function's reply), its attributes follow, one "name: value" per line in name ord
 
 Exit status: 0 for a 2xx response; 1 for any other status (the response on stdout, and one line
 on stderr: the status and the error's reason and message) or when the URL cannot be reached (the
-reason on stderr); 2 for bad options or an unreadable --data file.
+reason on stderr); 2 for bad options or an unreadable --data or --token-file file.
 
 Examples:
   bpa send --to http://127.0.0.1:8080/ --type dev.knative.sources.ping --data '{}'
@@ -57,6 +62,7 @@ interface SendOptions {
   structured: boolean;
   extensions: Record<string, string>;
   timeoutMs: number;
+  tokenFile?: string;
 }
 
 function parseOptions(argv: string[]): Omit<SendOptions, 'data'> & { dataArgument?: string } {
@@ -77,6 +83,7 @@ function parseOptions(argv: string[]): Omit<SendOptions, 'data'> & { dataArgumen
         extension: { type: 'string', multiple: true },
         id: { type: 'string' },
         timeout: { type: 'string' },
+        'token-file': { type: 'string' },
       },
     }));
   } catch (error) {
@@ -118,7 +125,21 @@ function parseOptions(argv: string[]): Omit<SendOptions, 'data'> & { dataArgumen
     structured: values.structured ?? false,
     extensions,
     timeoutMs: timeoutSeconds * 1000,
+    ...(values['token-file'] === undefined ? {} : { tokenFile: values['token-file'] }),
   };
+}
+
+/** `Authorization: Bearer <token>` from --token-file: a file that is missing or empty is a usage error. */
+async function readAuthorization(tokenFile: string | undefined): Promise<Record<string, string>> {
+  if (tokenFile === undefined) return {};
+  let token: string;
+  try {
+    token = (await readFile(tokenFile, 'utf8')).trim();
+  } catch (error) {
+    throw new UsageError(`cannot read --token-file ${tokenFile}: ${(error as Error).message}`);
+  }
+  if (!token) throw new UsageError(`--token-file ${tokenFile} is empty`);
+  return { authorization: `Bearer ${token}` };
 }
 
 /** Reads --data (inline or @file) and, for a JSON content type, parses it. */
@@ -211,12 +232,14 @@ function formatBody(response: SinkResponse): string {
 async function send(argv: string[], io: CliIO): Promise<number> {
   const { dataArgument, ...options } = parseOptions(argv);
   const data = dataArgument === undefined ? undefined : await readData(dataArgument, options.contentType);
+  const headers = await readAuthorization(options.tokenFile);
   const event = buildEvent(options, data);
   let response: SinkResponse;
   try {
     response = await postEvent(options.to, event, {
       structured: options.structured,
       timeoutMs: options.timeoutMs,
+      headers,
     });
   } catch (error) {
     if (error instanceof SinkUnreachableError) {

@@ -218,12 +218,27 @@ describe('bpa send', () => {
     [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--source', 'not a uri'], /not a valid CloudEvent/],
     [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--timeout', '-1'], /--timeout/],
     [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--bogus'], /bogus/],
+    [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--token-file', '/nonexistent/token'], /cannot read --token-file/],
+    [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--token-file', '/dev/null'], /--token-file \/dev\/null is empty/],
   ])('usage error %j exits 2', async (argv, message) => {
     const result = await run(argv);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(/^bpa send: /);
     expect(result.stderr).toMatch(message);
+  });
+
+  it('sends --token-file as a bearer token (a Broker with OIDC on wants one)', async () => {
+    const sink = await startRecordingSink([{ status: 202 }]);
+    const file = join(mkdtempSync(join(tmpdir(), 'send-token-')), 'token');
+    writeFileSync(file, 'eyJ.token.sig\n');
+    try {
+      const result = await run(['--to', sink.url, '--type', 't.x', '--token-file', file]);
+      expect(result.code).toBe(0);
+      expect(sink.requests[0]!.headers.authorization).toBe('Bearer eyJ.token.sig');
+    } finally {
+      await sink.close();
+    }
   });
 
   it('prints its usage with --help', async () => {
@@ -239,6 +254,7 @@ describe('bpa send', () => {
       '--structured',
       '--extension',
       '--id',
+      '--token-file',
     ]) {
       expect(result.stdout).toContain(option);
     }
