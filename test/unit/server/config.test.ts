@@ -79,6 +79,7 @@ describe('env config', () => {
       HOST: '0.0.0.0',
       K_SINK: undefined,
       BROKER_URL: undefined,
+      SINK_TOKEN_FILE: '/oidc/token',
       MAX_BODY_BYTES: 1024 * 1024,
       SHUTDOWN_GRACE_SECONDS: 30,
     });
