@@ -218,8 +218,14 @@ describe('bpa send', () => {
     [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--source', 'not a uri'], /not a valid CloudEvent/],
     [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--timeout', '-1'], /--timeout/],
     [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--bogus'], /bogus/],
-    [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--token-file', '/nonexistent/token'], /cannot read --token-file/],
-    [['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--token-file', '/dev/null'], /--token-file \/dev\/null is empty/],
+    [
+      ['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--token-file', '/nonexistent/token'],
+      /cannot read --token-file/,
+    ],
+    [
+      ['--to', 'http://127.0.0.1:1/', '--type', 't.x', '--token-file', '/dev/null'],
+      /--token-file \/dev\/null is empty/,
+    ],
   ])('usage error %j exits 2', async (argv, message) => {
     const result = await run(argv);
     expect(result.code).toBe(2);
