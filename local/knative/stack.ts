@@ -16,7 +16,14 @@ import { installKnativeEventing, type KnativeInstall } from './install.js';
 import { servingOverlay } from './serving-overlay.js';
 
 /** The Knative kinds whose Ready condition says the chain is wired (what `kubectl get` shows READY of). */
-const readyKinds = new Set(['Broker', 'Trigger', 'ApiServerSource', 'PingSource', 'SinkBinding']);
+const readyKinds = new Set([
+  'Broker',
+  'Trigger',
+  'ApiServerSource',
+  'PingSource',
+  'SinkBinding',
+  'EventPolicy',
+]);
 
 export interface KnativeStackOptions {
   kubeConfig: KubeConfig;
@@ -37,6 +44,13 @@ export interface KnativeStackOptions {
    * embedded stack does; others are onboarded by whoever makes them (onboardNamespace).
    */
   tenantNamespaces?: readonly string[];
+  /**
+   * Keys set in Eventing's config-features as it is installed (`authentication-oidc: enabled`);
+   * needs a control plane whose service-account keys pods reach (serviceAccountJwksInCluster).
+   */
+  features?: Record<string, string>;
+  /** Kustomize components of the manifests applied with them, by name (`event-authorization`). */
+  components?: readonly string[];
 }
 
 export interface KnativeStack {
@@ -65,7 +79,7 @@ const baseKustomizationSchema = z.looseObject({
  * and the base's replacements fed by bpa-config again (a base's replacements run before an
  * overlay's patches, so BMH_NAMESPACE would not move host-lookup's Role otherwise).
  */
-function configOverlay(dir: string, config: Record<string, string>): string {
+function configOverlay(dir: string, config: Record<string, string>, components: readonly string[]): string {
   const overlay = mkdtempSync(join(tmpdir(), 'bpa-knative-overlay-'));
   const base = baseKustomizationSchema.parse(parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')));
   const fedByConfig = (base.replacements ?? []).filter(
@@ -79,7 +93,12 @@ function configOverlay(dir: string, config: Record<string, string>): string {
       apiVersion: 'kustomize.config.k8s.io/v1beta1',
       kind: 'Kustomization',
       resources: [relative(overlay, dir)],
-      patches: [{ target: { kind: 'ConfigMap', name: 'bpa-config' }, patch: stringify(ops) }],
+      ...(components.length > 0
+        ? { components: components.map((name) => relative(overlay, join(dir, 'components', name))) }
+        : {}),
+      ...(ops.length > 0
+        ? { patches: [{ target: { kind: 'ConfigMap', name: 'bpa-config' }, patch: stringify(ops) }] }
+        : {}),
       replacements: fedByConfig,
     }),
   );
@@ -88,11 +107,18 @@ function configOverlay(dir: string, config: Record<string, string>): string {
 
 /**
  * `kubectl kustomize <dir>`: the same objects `kubectl apply -k` sends (images, replacements),
- * with `config` set in bpa-config through an overlay.
+ * with `config` set in bpa-config and `components` of `dir`/components added through an overlay.
  */
-export function renderManifests(dir: string, config: Record<string, string> = {}): KubernetesObject[] {
+export function renderManifests(
+  dir: string,
+  config: Record<string, string> = {},
+  components: readonly string[] = [],
+): KubernetesObject[] {
   let text: string;
-  const overlay = Object.keys(config).length > 0 ? configOverlay(dir, config) : undefined;
+  const overlay =
+    Object.keys(config).length > 0 || components.length > 0
+      ? configOverlay(dir, config, components)
+      : undefined;
   try {
     text = execFileSync('kubectl', ['kustomize', overlay ?? dir], {
       encoding: 'utf8',
@@ -139,9 +165,14 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
   const log = options.log ?? (() => undefined);
   const timeoutMs = options.timeoutMs ?? 300_000;
   await ensureKnativeBinaries('knative', { onProgress: (line) => log(line) });
-  const install = await installKnativeEventing({ kubeConfig: options.kubeConfig, log, timeoutMs });
+  const install = await installKnativeEventing({
+    kubeConfig: options.kubeConfig,
+    log,
+    timeoutMs,
+    ...(options.features ? { features: options.features } : {}),
+  });
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
-  const rendered = servingOverlay(renderManifests(manifestsDir, options.config));
+  const rendered = servingOverlay(renderManifests(manifestsDir, options.config, options.components));
   // As on the embedded engine (local/stack.ts): an extra object without a namespace goes where the
   // manifests' Broker is, not to `default` (where no Broker would serve a Trigger).
   const installNamespace = rendered.objects.find((o) => o.kind === 'Broker')?.metadata?.namespace;

@@ -44,6 +44,11 @@ export interface StackClusterOptions {
   fallBack?: boolean;
   /** Image maps added after the node's own (local/node/images.yaml); later files win. */
   extraImageMaps?: string[];
+  /**
+   * kube-apiserver's --service-account-jwks-uri (serviceAccountJwksInCluster: the keys through the
+   * `kubernetes` Service, which pods reach); needed where pods verify tokens (Knative's OIDC).
+   */
+  serviceAccountJwksUri?: string;
 }
 
 /** The reason the node's preflight gives when the machine cannot run it. */
@@ -64,6 +69,7 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
       const cluster = await startLocalCluster({
         ...common,
         node: { imageMapFiles: [defaultImageMapFile(), ...(options.extraImageMaps ?? [])] },
+        ...(options.serviceAccountJwksUri ? { serviceAccountJwksUri: options.serviceAccountJwksUri } : {}),
       });
       const { controlPlane, node } = cluster;
       return {

@@ -39,6 +39,7 @@ import {
   uniqueNamespaceName,
   waitFor,
 } from '../../local/control-plane/index.js';
+import { serviceAccountJwksInCluster } from '../../local/control-plane/control-plane.js';
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
 import { startKnativeStack } from '../../local/knative/stack.js';
@@ -118,6 +119,12 @@ export interface ChainEngineOptions {
   cleanup?(setup: ChainSetup): Promise<void>;
   /** Triggers added to the manifests' on either engine (a recorder). */
   extraObjects?(setup: ChainSetup): KubernetesObject[];
+  /**
+   * `knative` only: Eventing's `authentication-oidc: enabled` and the manifests'
+   * components/event-authorization (the Broker admits only the senders its EventPolicy names), on
+   * a control plane whose service-account keys pods reach (serviceAccountJwksInCluster).
+   */
+  eventAuthorization?: boolean;
 }
 
 const logLineSchema = z.looseObject({
@@ -242,6 +249,8 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
   };
 
   beforeAll(async () => {
+    if (options.eventAuthorization && engine !== 'knative')
+      throw new Error('useChainEngine(): eventAuthorization is a setting of real Knative Eventing only');
     if (engine === 'knative')
       for (const bundle of ['host-lookup.mjs', 'inventory-render.mjs', 'kud-job-launch.mjs'])
         if (!existsSync(join(repoRoot(), 'dist/bundle', bundle)))
@@ -249,6 +258,7 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
     const cluster = await startStackCluster({
       fallBack: false,
       extraImageMaps: [join(repoRoot(), 'test/fixtures/node/images.yaml')],
+      ...(options.eventAuthorization ? { serviceAccountJwksUri: serviceAccountJwksInCluster } : {}),
     });
     const namespace = await createNamespace(
       cluster.kubeConfig,
@@ -316,6 +326,9 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
         extraObjects,
         log: say,
         timeoutMs: 600_000,
+        ...(options.eventAuthorization
+          ? { features: { 'authentication-oidc': 'enabled' }, components: ['event-authorization'] }
+          : {}),
       });
       state.ingressUrl = `${stack.ingressBase}/${stackNamespace}/${stackBrokerName}`;
     }

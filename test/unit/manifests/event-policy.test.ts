@@ -8,6 +8,7 @@
  */
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
+import { triggerOidcServiceAccount } from '../../support/knative-oidc.js';
 import { kubeObjectSchema, kustomizeWithComponents, type KubeObject } from './kustomize.js';
 
 const refSchema = z.object({ apiVersion: z.string(), kind: z.string(), name: z.string() });
@@ -24,6 +25,7 @@ const render = (components: string[]) =>
   parseAllDocuments(kustomizeWithComponents(components)).map((d) => kubeObjectSchema.parse(d.toJS()));
 
 const key = (o: { kind: string; name: string }) => `${o.kind}/${o.name}`;
+
 
 /** Every object that sends to the manifests' Broker: sources and SinkBindings whose sink it is, Triggers on it. */
 function sendersOf(objects: KubeObject[]): string[] {
@@ -64,13 +66,29 @@ describe('components/event-authorization', () => {
       { ref: { apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', name: 'default' } },
     ]);
     const senders = sendersOf(objects);
-    // The three sources, three SinkBindings and eleven Triggers of the base.
+    // The three sources and three SinkBindings by reference; the eleven Triggers by subject.
     expect(senders).toHaveLength(17);
-    expect(refs).toEqual(senders);
+    expect(refs).toEqual(senders.filter((s) => !s.startsWith('Trigger/')));
+    expect(subs.filter((s) => !s.endsWith(':bpa-sender')).sort()).toEqual(
+      senders
+        .filter((s) => s.startsWith('Trigger/'))
+        .map((s) => `system:serviceaccount:bpa-system:${triggerOidcServiceAccount(s.slice('Trigger/'.length))}`)
+        .sort(),
+    );
+  });
+
+  it("computes a Trigger's OIDC ServiceAccount as Knative does, hashed past 63 characters", () => {
+    // Names seen on the real engine (kubectl get serviceaccounts -n bpa-system).
+    expect(triggerOidcServiceAccount('host-lookup-sweep')).toBe('host-lookup-sweep-oidc-eventing.knative.dev-trigger');
+    expect(triggerOidcServiceAccount('host-lookup-provisioning-update')).toBe(
+      'host-lookup-provisioning-updatee9d38d58409807c25f0a0f6947bacbe1',
+    );
   });
 
   it('admits people sending by hand only as bpa-sender, a ServiceAccount it ships without a mounted token', () => {
-    expect(subs).toEqual(['system:serviceaccount:bpa-system:bpa-sender']);
+    expect(subs.filter((s) => !s.includes('-oidc-') && !/[0-9a-f]{32}$/.test(s))).toEqual([
+      'system:serviceaccount:bpa-system:bpa-sender',
+    ]);
     const sender = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === 'bpa-sender');
     expect(sender).toMatchObject({ metadata: { namespace: 'bpa-system' }, automountServiceAccountToken: false });
   });
@@ -83,12 +101,16 @@ describe('components/event-authorization', () => {
 describe('components/event-authorization-image-service', () => {
   it("with the image service, the two policies together name every sender, the image service's too", () => {
     const objects = render(['image-service', 'event-authorization', 'event-authorization-image-service']);
-    const { policies, refs } = policyRefs(objects);
+    const { policies, refs, subs } = policyRefs(objects);
     expect(policies.map((p) => p.metadata.name).sort()).toEqual(['bpa-functions', 'bpa-image-service']);
     const senders = sendersOf(objects);
     expect(senders).toEqual(
       expect.arrayContaining(['SinkBinding/image-upload-sink', 'Trigger/image-verify-image-uploaded']),
     );
-    expect(refs).toEqual(senders);
+    expect(refs).toEqual(senders.filter((s) => !s.startsWith('Trigger/')));
+    for (const trigger of senders.filter((s) => s.startsWith('Trigger/')))
+      expect(subs).toContain(
+        `system:serviceaccount:bpa-system:${triggerOidcServiceAccount(trigger.slice('Trigger/'.length))}`,
+      );
   });
 });
