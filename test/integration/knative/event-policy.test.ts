@@ -98,7 +98,7 @@ const pingSource = (name: string): KubernetesObject =>
   }) as KubernetesObject;
 
 /**
- * What a function would do to send with a token (shared/server/sink.ts does not, today): every
+ * A sender under a SinkBinding, as the functions send (shared/cloudevents/sink-client.ts): every
  * 2 s, once its SinkBinding has given it K_SINK and /oidc/token, a CloudEvent to K_SINK with
  * `Authorization: Bearer <the token>`; it logs each answer's status.
  */
@@ -313,7 +313,7 @@ describeOnKnative('EventPolicy with OIDC on real Knative Eventing (a cluster of 
     ]);
   });
 
-  it('refuses a POST without a token with 401 (what the functions and `bpa send` send today)', async () => {
+  it('refuses a POST without a token with 401 (`bpa send` without --token-file)', async () => {
     const response = await send('guarded', 'test.guarded', 'no-token');
     expect(response.status).toBe(401);
     // Also where no policy applies: with OIDC on, every Broker wants a token.
