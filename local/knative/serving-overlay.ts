@@ -51,6 +51,7 @@ const probeSchema = z.looseObject({
   tcpSocket: z.looseObject({ port: z.union([z.number(), z.string()]).optional() }).optional(),
   exec: z.looseObject({}).optional(),
   grpc: z.looseObject({}).optional(),
+  periodSeconds: z.number().int().min(0).optional(),
 });
 const containerSchema = z.looseObject({
   name: z.string().optional(),
@@ -166,6 +167,18 @@ function servingContainerIndex(ksvc: KnativeService): number {
   return withPorts[0]!;
 }
 
+/**
+ * Serving probes a readiness probe without `periodSeconds` from its queue-proxy every few
+ * milliseconds until the container is ready (pkg/queue/readiness); a kubelet probes at most once
+ * a second, so that is what a Deployment gets, not the kubelet's default of 10 s. A period that
+ * is set stays: Serving leaves it to the kubelet too.
+ */
+function withServingReadinessPeriod(probe: Probe): Probe {
+  return probe.periodSeconds === undefined || probe.periodSeconds === 0
+    ? { ...probe, periodSeconds: 1 }
+    : probe;
+}
+
 function withPort(probe: Probe | undefined, port: number): Probe | undefined {
   if (!probe) return probe;
   const next: Probe = { ...probe };
@@ -242,7 +255,7 @@ function convert(ksvc: KnativeService, notes: string[]) {
     if (index !== servingIndex) return { ...container, env: [...(container.env ?? []), ...knativeEnv] };
     const readinessProbe = container.readinessProbe ?? { tcpSocket: {} };
     const probes = {
-      readinessProbe: withPort(readinessProbe, userPort),
+      readinessProbe: withServingReadinessPeriod(withPort(readinessProbe, userPort)!),
       ...(container.livenessProbe ? { livenessProbe: withPort(container.livenessProbe, userPort) } : {}),
       ...(container.startupProbe ? { startupProbe: withPort(container.startupProbe, userPort) } : {}),
     };

@@ -110,14 +110,15 @@ describe.each(renders)('the local Serving overlay of %s', (_, text) => {
           writtenContainer[probe],
         );
       }
-      // Without a readiness probe of its own the serving container gets Knative's default: TCP on its port.
-      expect(
-        withoutFilledPort(
-          container.readinessProbe as Json,
-          (writtenContainer.readinessProbe as Json | undefined) ?? { tcpSocket: {} },
-          port,
-        ),
-      ).toEqual(writtenContainer.readinessProbe ?? { tcpSocket: {} });
+      // Without a readiness probe of its own the serving container gets Knative's default: TCP on
+      // its port. Without a period (as every ksvc of manifests/ writes it), Serving probes it
+      // aggressively at start: the kubelet's closest is every second.
+      const writtenProbe = (writtenContainer.readinessProbe as Json | undefined) ?? { tcpSocket: {} };
+      expect(writtenProbe["periodSeconds"]).toBeUndefined();
+      expect(withoutFilledPort(container.readinessProbe as Json, writtenProbe, port)).toEqual({
+        ...writtenProbe,
+        periodSeconds: 1,
+      });
     },
   );
 
@@ -307,7 +308,7 @@ describe('the local Serving overlay follows Knative for what the manifests do no
     const [echo, echoService, plain, plainService] = objects as (Deployment | Service)[];
     const echoContainer = (echo as Deployment).spec.template.spec.containers[0]!;
     expect(echoContainer.livenessProbe).toEqual({ httpGet: { path: '/live', port: 9001 } });
-    expect(echoContainer.readinessProbe).toEqual({ tcpSocket: { port: 9000 } });
+    expect(echoContainer.readinessProbe).toEqual({ tcpSocket: { port: 9000 }, periodSeconds: 1 });
     expect(echoContainer.env).toContainEqual({ name: 'K_REVISION', value: 'echo-v2' });
     expect((echoService as Service).spec.ports).toEqual([
       { name: 'http2', appProtocol: 'kubernetes.io/h2c', port: 80, targetPort: 9000 },
@@ -332,6 +333,18 @@ describe('the local Serving overlay follows Knative for what the manifests do no
     expect(side?.env?.map((v) => v.name)).toEqual(['K_REVISION', 'K_CONFIGURATION', 'K_SERVICE']);
     expect(side?.readinessProbe).toEqual({ exec: { command: ['true'] } });
     expect(main?.env?.map((v) => v.name)).toEqual(injected);
-    expect(main?.readinessProbe).toEqual({ tcpSocket: { port: 8081 } });
+    expect(main?.readinessProbe).toEqual({ tcpSocket: { port: 8081 }, periodSeconds: 1 });
+  });
+
+  it('keeps a readiness period the ksvc sets (Serving leaves it to the kubelet, no fast probing)', () => {
+    const { objects } = servingOverlay([
+      ksvc({
+        spec: { containers: [{ image: 'slow', readinessProbe: { httpGet: { path: '/ready' }, periodSeconds: 5 } }] },
+      }) as KubernetesObject,
+    ]);
+    expect((objects[0] as Deployment).spec.template.spec.containers[0]!.readinessProbe).toEqual({
+      httpGet: { path: '/ready', port: 8080 },
+      periodSeconds: 5,
+    });
   });
 });
