@@ -4,7 +4,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { repoRoot } from '../local/control-plane/index.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * CLI start-up: `bpa --help` and `bpa render` of a small cluster (two nodes, hosts and leases

@@ -7,7 +7,7 @@ import { repoRoot } from '../local/control-plane/repo-root.js';
 import { createNamespace } from '../local/control-plane/namespaces.js';
 import { startStackCluster, type StackCluster } from '../local/stack/cluster.js';
 import { describeError } from '../shared/errors.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * One-machine cluster figures (issue 16): the cold build of kube-controller-manager and

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { locateBinaries, projectCrds, startControlPlane } from '../local/control-plane/index.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * Control-plane figures: the cold build of each binary (recorded by engines/build.sh

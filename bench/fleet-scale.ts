@@ -12,7 +12,7 @@ import type { FunctionName } from '../local/stack/function-names.js';
 import { kubeClients, type KubeClients } from '../shared/k8s/clients.js';
 import { bareMetalHostsResource, provisioningsResource } from '../shared/k8s/resources.js';
 import { CountingKubeConfig } from './fleet/counting-kube-config.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * Fleet scale (issue 13 item 1): on a fresh real control plane (etcd + kube-apiserver with

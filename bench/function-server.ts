@@ -11,7 +11,7 @@ import { silentLogger } from '../shared/log.js';
 import { startFunctionServer, type RunningFunctionServer } from '../shared/server/function-server.js';
 import { on, type FunctionDefinition } from '../shared/server/types.js';
 import { Tracing } from '../shared/telemetry/tracing.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * The function server's own cost, with a trivial function (validates `{n}` and replies):

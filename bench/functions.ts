@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { CloudEvent } from 'cloudevents';
 import { postEvent } from '../shared/cloudevents/sink-client.js';
 import { projectCrds, repoRoot, startControlPlane } from '../local/control-plane/index.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * Cold start of each function as its image runs it: `node dist/bundle/<name>.mjs` (the esbuild

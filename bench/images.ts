@@ -16,7 +16,7 @@ import { freeLoopbackPort } from '../local/control-plane/free-port.js';
 import { createNamespace } from '../local/control-plane/namespaces.js';
 import { projectCrds, startControlPlane } from '../local/control-plane/index.js';
 import { startObjectStore } from '../local/object-store/versitygw.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * The image service's figures, all in one run against the same versitygw: upload throughput of

@@ -9,7 +9,7 @@ import { parseLeases } from '../shared/core/leases.js';
 import { nodeMacsOf } from '../shared/core/node-plan.js';
 import { renderCluster } from '../shared/core/render.js';
 import { provisioningSchema } from '../shared/schemas/provisioning.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * Resolution benchmark: parse (hosts JSON, lease file, Provisioning), resolve and render.

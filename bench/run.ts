@@ -11,12 +11,7 @@ import { resolutionBench } from './resolution.js';
 import { softwareLifecycleBench } from './software-lifecycle.js';
 import { sshFanoutBench } from './ssh-fanout.js';
 import { stackBench } from './stack.js';
-
-/** One benchmark: prints its own figures through `print`. */
-export interface BenchModule {
-  name: string;
-  run: (print: (line: string) => void) => Promise<void> | void;
-}
+import type { BenchModule } from './module.js';
 
 /** Benchmarks run in this order by `npm run bench`. Add new modules to the list. */
 const benches: BenchModule[] = [

@@ -11,7 +11,7 @@ import {
   startControlPlane,
 } from '../local/control-plane/index.js';
 import { startDebianHosts, type DebianHosts } from '../test/support/debian-host.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * The install Job's runner on real Debian roots (real sshd, real apt-get and dpkg, local apt

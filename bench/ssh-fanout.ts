@@ -6,7 +6,7 @@ import type { PlannedHostInstall } from '../functions/software-install/ssh/insta
 import { runSshCommand } from '../functions/software-install/ssh/session.js';
 import { startSshHosts } from '../test/support/sshd.js';
 import type { SshHosts } from '../test/support/sshd.js';
-import type { BenchModule } from './run.js';
+import type { BenchModule } from './module.js';
 
 /**
  * Software fan-out against 20 real OpenSSH sshd hosts on 127.0.0.2-21 whose command takes one

@@ -10,7 +10,7 @@ import { softwareKind } from '../../shared/schemas/software.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { completeStep, reportFailure, type Failure } from '../../shared/k8s/step-report.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
-import type { StatusTarget } from '../../shared/k8s/status-writer.js';
+import type { StatusTarget } from '../../shared/k8s/custom-objects.js';
 import type { ObjectIdentity, StoredObject } from '../../shared/k8s/stored-object.js';
 
 /** Software condition types (contract section 8). */

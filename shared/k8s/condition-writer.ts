@@ -1,7 +1,8 @@
 import type { Condition } from '../schemas/kube.js';
 import type { KubeClients } from './clients.js';
 import { conditionsOf, type ConditionUpdate, setCondition } from './conditions.js';
-import { type StatusTarget, updateStatus } from './status-writer.js';
+import type { StatusTarget } from './custom-objects.js';
+import { updateStatus } from './status-writer.js';
 import type { StoredObject } from './stored-object.js';
 
 /** The object generation a write is about; a write for another uid or generation is stale. */

@@ -1,10 +1,16 @@
 import type { KubeClients } from './clients.js';
 import type { CustomResource } from './resources.js';
-import type { StatusTarget } from './status-writer.js';
 import type { StoredObject } from './stored-object.js';
 import { callApi, readOrUndefined } from './api-errors.js';
 
 /** Reads of custom resources (Provisionings, Softwares, BareMetalHosts): one object, or lists. */
+
+/** One custom object: what is read, and whose status is written (status-writer.ts). */
+export interface StatusTarget {
+  resource: CustomResource;
+  namespace: string;
+  name: string;
+}
 
 /** Reads one object; undefined when it does not exist. */
 export async function getCustomObject(

@@ -1,7 +1,7 @@
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { KubeClients } from './clients.js';
 import { classifyApiError, isNotFound } from './api-errors.js';
-import type { StatusTarget } from './status-writer.js';
+import type { StatusTarget } from './custom-objects.js';
 import type { StoredObject } from './stored-object.js';
 
 /**

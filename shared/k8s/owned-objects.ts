@@ -14,7 +14,8 @@ import type { ProvisioningOwner } from '../core/owner.js';
 import { BpaError } from '../errors.js';
 import type { KubeClients } from './clients.js';
 import { getCustomObject } from './custom-objects.js';
-import { updateStatus, type StatusTarget } from './status-writer.js';
+import type { StatusTarget } from './custom-objects.js';
+import { updateStatus } from './status-writer.js';
 import type { StoredObject } from './stored-object.js';
 
 /**

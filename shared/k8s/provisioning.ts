@@ -8,7 +8,7 @@ import { completeStep, reportFailure, type Failure, type Success } from './step-
 import { provisioningsResource } from './resources.js';
 import { getCustomObject } from './custom-objects.js';
 import { recordedBy, replyIdFor } from './step-causes.js';
-import type { StatusTarget } from './status-writer.js';
+import type { StatusTarget } from './custom-objects.js';
 import type { ObjectIdentity, StoredObject } from './stored-object.js';
 
 /** Provisioning condition types (contract section 8). */

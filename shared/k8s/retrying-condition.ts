@@ -2,7 +2,7 @@ import { describeError, httpStatusFor } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
 import { type GenerationRef, writeConditions } from './condition-writer.js';
-import type { StatusTarget } from './status-writer.js';
+import type { StatusTarget } from './custom-objects.js';
 
 /**
  * A fault the handler answers 5xx for (an API hiccup, 503; an API refusal such as RBAC's 403 or a

@@ -1,16 +1,9 @@
 import type { KubeClients } from './clients.js';
-import type { CustomResource } from './resources.js';
 import type { StoredObject } from './stored-object.js';
 import { classifyApiError, isConflict, isNotFound } from './api-errors.js';
-import { getCustomObject } from './custom-objects.js';
+import { getCustomObject, type StatusTarget } from './custom-objects.js';
 import { transient } from '../errors.js';
 import { withKstatus } from '../core/kstatus.js';
-
-export interface StatusTarget {
-  resource: CustomResource;
-  namespace: string;
-  name: string;
-}
 
 /** What a mutation decides from the fresh object: the new status, or nothing to write. */
 export type StatusMutation = (fresh: StoredObject) => Record<string, unknown> | undefined;

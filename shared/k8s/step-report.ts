@@ -7,7 +7,7 @@ import {
   type GenerationRef,
 } from './condition-writer.js';
 import { conditionFor, isTrueFor, type ConditionStatus } from './conditions.js';
-import type { StatusTarget } from './status-writer.js';
+import type { StatusTarget } from './custom-objects.js';
 import { recordEvent } from './events.js';
 import type { ObjectIdentity, StoredObject } from './stored-object.js';
 import type { Condition } from '../schemas/kube.js';
