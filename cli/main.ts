@@ -30,6 +30,11 @@ export const commands: CliCommandEntry[] = [
     load: async () => (await import('./commands/send.js')).sendCommand,
   },
   {
+    name: 'leases',
+    summary: 'publish a DHCP lease file into the ConfigMap host-lookup reads (the sidecar, by hand)',
+    load: async () => (await import('./commands/leases.js')).leasesCommand,
+  },
+  {
     name: 'demo',
     summary: 'the embedded stack plus a simulated lab, end to end (npm start)',
     load: async () => (await import('./commands/demo.js')).demoCommand,

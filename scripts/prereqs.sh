@@ -26,6 +26,7 @@ if [ "$purpose" = test ]; then
   [ -x /usr/bin/chromium ] || need_apt+=(chromium)        # the live view's browser test
   [ -x /usr/bin/mmdebstrap ] || need_apt+=(mmdebstrap)    # the real Debian root of the apt tests
   [ -x /usr/bin/dpkg-scanpackages ] || need_apt+=(dpkg-dev) # its local apt repository
+  [ -x /usr/bin/busybox ] || need_apt+=(busybox)          # udhcpc, the DHCP client of the lease publisher test
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

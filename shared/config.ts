@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { knativeOidcTokenFile } from './cloudevents/sink-client.js';
 import { BpaError } from './errors.js';
+import { nodeSelectorSchema, type NodeSelector } from './schemas/placement.js';
 
 /**
  * Config comes from environment variables, validated by zod at startup. A function's
@@ -51,6 +52,58 @@ export const envList = <const T extends string>(defaultValue: T[], values?: read
     z.array(item).default(defaultValue as never),
   ) as unknown as z.ZodType<T[]>;
 };
+
+/**
+ * A label map written `key=value,key2=value2` (blanks dropped), e.g. a nodeSelector: each key a
+ * label key, each value a label value; a part without `=` or a key given twice is an error.
+ * Absent or empty: {}.
+ */
+export const envLabelMap = (): z.ZodType<NodeSelector> =>
+  z.preprocess(
+    unsetWhenEmpty,
+    z
+      .string()
+      .optional()
+      .transform((text, ctx) => {
+        const map: Record<string, string> = {};
+        for (const part of (text ?? '').split(',')) {
+          const entry = part.trim();
+          if (entry === '') continue;
+          const equals = entry.indexOf('=');
+          const key = entry.slice(0, equals).trim();
+          if (equals === -1 || key === '') {
+            ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} is not key=value` });
+            return z.NEVER;
+          }
+          if (Object.hasOwn(map, key)) {
+            ctx.addIssue({ code: 'custom', message: `the key ${JSON.stringify(key)} is given twice` });
+            return z.NEVER;
+          }
+          map[key] = entry.slice(equals + 1).trim();
+        }
+        return map;
+      })
+      .pipe(nodeSelectorSchema),
+  ) as unknown as z.ZodType<NodeSelector>;
+
+/** A JSON variable checked by `schema`; absent or empty: `defaultValue`. Not JSON: an error. */
+export const envJson = <T>(schema: z.ZodType<T>, defaultValue: T): z.ZodType<T> =>
+  z.preprocess(
+    unsetWhenEmpty,
+    z
+      .string()
+      .optional()
+      .transform((text, ctx): unknown => {
+        if (text === undefined) return defaultValue;
+        try {
+          return JSON.parse(text) as unknown;
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: `not JSON (${(error as Error).message})` });
+          return z.NEVER;
+        }
+      })
+      .pipe(schema),
+  ) as unknown as z.ZodType<T>;
 
 /** An http(s) URL variable, optional. */
 export const envOptionalUrl = () => z.preprocess(unsetWhenEmpty, z.url({ protocol: /^https?$/ }).optional());

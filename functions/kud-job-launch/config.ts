@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { sweepIntervalEnv } from '../../shared/k8s/sweep.js';
-import { envInt, envList, envString } from '../../shared/config.js';
+import { envInt, envJson, envLabelMap, envList, envString } from '../../shared/config.js';
+import { tolerationsSchema } from '../../shared/schemas/placement.js';
 import {
   defaultActiveDeadlineSeconds,
   defaultKudImage,
   defaultSshKeySecret,
+  type Placement,
 } from '../../shared/core/kud-job.js';
 import { functionsNamespaceEnv } from '../../shared/functions-namespace.js';
 
@@ -15,6 +17,20 @@ export const defaultKubeconfigPublisherImage = 'ghcr.io/bpa-functions/kud-job-la
 export const kudJobLaunchConfigSchema = z.object({
   KUD_IMAGE: envString(defaultKudImage),
   KUD_ACTIVE_DEADLINE_SECONDS: envInt(defaultActiveDeadlineSeconds, { min: 1 }),
+  /**
+   * Where the KUD Job runs (contract section 13): the nodeSelector of its pod, `key=value,...`,
+   * naming the node(s) with a route to the provisioning network. Empty: any node. Not in the
+   * launch hash (shared/core/launch-hash.ts): it changes where KUD runs, not what it installs, so
+   * a new value never reinstalls a cluster; it applies to the next Job launched.
+   */
+  KUD_NODE_SELECTOR: envLabelMap(),
+  /**
+   * The KUD pod's tolerations, a JSON list of core/v1 Tolerations, e.g. for a tainted
+   * provisioning node `[{"key":"bpa.akraino.org/provisioning","operator":"Exists","effect":"NoSchedule"}]`.
+   * The cleanup and publisher Jobs, pinned to the KUD pod's node, carry them too (a NoExecute
+   * taint would evict them otherwise). Not in the launch hash either.
+   */
+  KUD_TOLERATIONS: envJson(tolerationsSchema, []),
   /** Secret with id_rsa / id_rsa.pub mounted into the KUD pod. */
   SSH_KEY_SECRET: envString(defaultSshKeySecret),
   /** Namespaces the sweep looks at (comma-separated); empty: all namespaces. */
@@ -34,3 +50,9 @@ export const kudJobLaunchConfigSchema = z.object({
   KUBECONFIG_PUBLISHER_IMAGE: envString(defaultKubeconfigPublisherImage),
 });
 export type KudJobLaunchConfig = z.infer<typeof kudJobLaunchConfigSchema>;
+
+/** Where the KUD Job and the Jobs pinned to its node may run (KUD_NODE_SELECTOR, KUD_TOLERATIONS). */
+export const placementOf = (config: KudJobLaunchConfig): Placement => ({
+  nodeSelector: config.KUD_NODE_SELECTOR,
+  tolerations: config.KUD_TOLERATIONS,
+});

@@ -22,7 +22,7 @@ import {
 } from '../../shared/k8s/provisioning.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { Logger } from '../../shared/log.js';
-import type { KudJobLaunchConfig } from './config.js';
+import { placementOf, type KudJobLaunchConfig } from './config.js';
 
 export type DeletionStep =
   /** The cleanup Job runs (or was just created): nothing else until it ends. */
@@ -119,6 +119,7 @@ export async function advanceDeletion(
           image: config.CLEANUP_IMAGE,
           functionsNamespace,
           ...(nodeName ? { nodeName } : {}),
+          placement: placementOf(config),
         }),
       );
       // One of that name that is not this Provisioning's (an operator's, or a leftover): not ours.

@@ -39,7 +39,7 @@ import {
 } from '../../shared/k8s/provisioning.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
-import type { KudJobLaunchConfig } from './config.js';
+import { placementOf, type KudJobLaunchConfig } from './config.js';
 import { kudNodeName, readOwnJob } from './functions-objects.js';
 import { kubeconfigFromLog } from './kubeconfig-publisher/publish.js';
 
@@ -211,6 +211,7 @@ export async function advanceKubeconfig(
     nodeName,
     generation: ref.generation,
     functionsNamespace,
+    placement: placementOf(context.config),
   });
   try {
     const created = await createJobOrGetExisting(clients, publisher);

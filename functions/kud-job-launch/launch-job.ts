@@ -40,7 +40,7 @@ import {
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob } from './complete-job.js';
-import type { KudJobLaunchConfig } from './config.js';
+import { placementOf, type KudJobLaunchConfig } from './config.js';
 import { readInstallerSettings } from './installer-settings.js';
 import { decideLaunch, jobLaunchHash, type WantedLaunch } from './launch-decision.js';
 import { jobTraceparentAnnotation, provisioningGenerationAnnotation } from './job-state.js';
@@ -270,6 +270,7 @@ function desiredJob(
       sshKeySecret: config.SSH_KEY_SECRET,
       installerEnv: installerSettings ?? {},
       functionsNamespace: config.FUNCTIONS_NAMESPACE,
+      placement: placementOf(config),
     },
   );
   job.metadata = {

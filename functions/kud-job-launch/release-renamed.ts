@@ -25,7 +25,7 @@ import {
 import { updateStatus } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { Logger } from '../../shared/log.js';
-import type { KudJobLaunchConfig } from './config.js';
+import { placementOf, type KudJobLaunchConfig } from './config.js';
 
 /** The Provisioning still releases old cluster names (a rename, shared/core/released-clusters.ts). */
 export const releasesRenamed = (item: StoredObject) => releasingClustersOf(item.status).length > 0;
@@ -150,6 +150,7 @@ async function releaseOne(
             image: config.CLEANUP_IMAGE,
             functionsNamespace,
             ...(nodeName ? { nodeName } : {}),
+            placement: placementOf(config),
           }),
         ).catch((error: unknown) => {
           // Refused or unavailable: the timeout ends the wait.

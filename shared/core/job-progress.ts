@@ -2,8 +2,8 @@ import type { V1Job, V1Pod } from '@kubernetes/client-node';
 
 /**
  * What `status.job` shows while the KUD Job runs (contract section 10, Progress): the pod, its
- * phase, why it waits when it cannot start (a missing Secret, an image that cannot be pulled),
- * and the seconds left before the Job's deadline.
+ * phase, why it waits when it cannot start (no node it may run on, a missing Secret, an image
+ * that cannot be pulled), and the seconds left before the Job's deadline.
  */
 export interface JobProgress {
   name: string;
@@ -38,9 +38,16 @@ export function jobProgress(job: V1Job, pod: V1Pod | undefined, now: Date): JobP
     const waiting = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]
       .map((status) => status.state?.waiting)
       .find((state) => state?.reason);
-    if (waiting?.reason) {
-      progress.waitingReason = waiting.reason;
-      if (waiting.message) progress.waitingMessage = waiting.message.slice(0, 512);
+    // Not yet on a node: the scheduler's answer (PodScheduled False, reason Unschedulable, e.g.
+    // "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector"), which is
+    // what a KUD_NODE_SELECTOR no node matches, or a taint no toleration covers, looks like.
+    const unscheduled = pod.spec?.nodeName
+      ? undefined
+      : pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+    const why = waiting?.reason ? waiting : unscheduled?.reason ? unscheduled : undefined;
+    if (why?.reason) {
+      progress.waitingReason = why.reason;
+      if (why.message) progress.waitingMessage = why.message.slice(0, 512);
     }
   }
   const start = job.status?.startTime ? new Date(job.status.startTime) : undefined;

@@ -1,4 +1,5 @@
-import type { V1ConfigMap, V1Job } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Job, V1PodSpec } from '@kubernetes/client-node';
+import type { NodeSelector, Toleration } from '../schemas/placement.js';
 import { defaultFunctionsNamespace } from '../functions-namespace.js';
 import {
   clusterLabel,
@@ -36,6 +37,28 @@ export interface KudJobOptions {
    * a Job is immutable. Absent: `envFrom` the optional `kud-installer` (what `bpa render` shows).
    */
   installerEnv?: Readonly<Record<string, string>>;
+  /** Where the pod may run (KUD_NODE_SELECTOR, KUD_TOLERATIONS): the node that reaches the hosts. */
+  placement?: Placement;
+}
+
+/** The KUD pod's placement (contract section 13); empty parts are left out of the pod spec. */
+export interface Placement {
+  nodeSelector?: Readonly<NodeSelector>;
+  tolerations?: readonly Toleration[];
+}
+
+/**
+ * The pod spec fields of a placement: `nodeSelector` (unless `pinned`: a pod given a nodeName
+ * skips the scheduler, and the kubelet would refuse it if the node's labels changed since) and
+ * `tolerations` (a NoExecute taint evicts even a pinned pod without them).
+ */
+export function placementSpec(placement: Placement | undefined, pinned = false): Partial<V1PodSpec> {
+  const spec: Partial<V1PodSpec> = {};
+  const selector = placement?.nodeSelector ?? {};
+  if (!pinned && Object.keys(selector).length > 0) spec.nodeSelector = { ...selector };
+  if (placement?.tolerations && placement.tolerations.length > 0)
+    spec.tolerations = placement.tolerations.map((toleration) => ({ ...toleration }));
+  return spec;
 }
 
 export interface KudJobInput {
@@ -125,6 +148,7 @@ export function buildKudJob(input: KudJobInput, options: KudJobOptions = {}): V1
       template: {
         metadata: { labels: { [clusterLabel]: cluster } },
         spec: {
+          ...placementSpec(options.placement),
           automountServiceAccountToken: false,
           hostNetwork: true,
           restartPolicy: 'Never',

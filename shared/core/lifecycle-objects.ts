@@ -1,5 +1,5 @@
 import type { V1Job, V1Secret } from '@kubernetes/client-node';
-import { kudMultiClusterPath } from './kud-job.js';
+import { kudMultiClusterPath, placementSpec, type Placement } from './kud-job.js';
 import {
   cleanupJobName,
   kubeconfigArtifactsMountPath,
@@ -59,6 +59,8 @@ export function buildKubeconfigPublisher(
     generation: number;
     functionsNamespace: string;
     activeDeadlineSeconds?: number;
+    /** KUD_TOLERATIONS: the KUD pod's node may be tainted (its nodeSelector is not repeated). */
+    placement?: Placement;
   },
 ): V1Job {
   const metadata = functionsObjectMeta(
@@ -82,6 +84,7 @@ export function buildKubeconfigPublisher(
         spec: {
           // Where KUD ran: its hostPath directory is on that node only.
           nodeName: options.nodeName,
+          ...placementSpec(options.placement, true),
           automountServiceAccountToken: false,
           restartPolicy: 'Never',
           containers: [
@@ -139,6 +142,11 @@ export function buildCleanupJob(
     /** The node the KUD pod ran on (status.job.nodeName), where KUD wrote the directory. */
     nodeName?: string;
     activeDeadlineSeconds?: number;
+    /**
+     * KUD_NODE_SELECTOR and KUD_TOLERATIONS: the tolerations always, the selector only when the
+     * node is unknown (then the scheduler picks one of the nodes KUD may have run on).
+     */
+    placement?: Placement;
   },
 ): V1Job {
   return {
@@ -152,6 +160,7 @@ export function buildCleanupJob(
         metadata: { labels: { [clusterLabel]: cluster } },
         spec: {
           ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+          ...placementSpec(options.placement, options.nodeName !== undefined),
           automountServiceAccountToken: false,
           hostNetwork: true,
           restartPolicy: 'Never',

@@ -14,7 +14,7 @@
  */
 import { CoreV1Api, type KubernetesObject, type V1Job } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { buildKudJob } from '../../../shared/core/kud-job.js';
+import { buildKudJob, type Placement } from '../../../shared/core/kud-job.js';
 import { buildCleanupJob, buildKubeconfigPublisher } from '../../../shared/core/lifecycle-objects.js';
 import { installJob } from '../../../functions/software-install/install-job/job-objects.js';
 import { createNamespace, deleteNamespace, uniqueNamespaceName, waitFor } from '../../../local/control-plane/index.js';
@@ -42,10 +42,18 @@ async function createAs(account: string, object: KubernetesObject) {
 const clone = <T>(value: T): T => structuredClone(value);
 const podOf = (job: V1Job) => job.spec!.template.spec!;
 
+/**
+ * KUD_NODE_SELECTOR and KUD_TOLERATIONS as an operator sets them for a tainted provisioning node
+ * (docs/deploy.md): the policy admits a KUD Job placed so, and each refused case below is one.
+ */
+const placement: Placement = {
+  nodeSelector: { 'bpa.akraino.org/provisioning-network': 'true' },
+  tolerations: [{ key: 'bpa.akraino.org/provisioning', operator: 'Exists', effect: 'NoSchedule' }],
+};
 const kudJob = (namespace: string) =>
   buildKudJob(
     { owner: { name: 'edge', namespace, uid: '1b6f1f5e-0000-4000-8000-000000000001' }, cluster: 'edge-1', inventorySha256: 'a'.repeat(64) },
-    { image: config.KUD_IMAGE ?? '', functionsNamespace: namespace },
+    { image: config.KUD_IMAGE ?? '', functionsNamespace: namespace, placement },
   );
 const owner = () => ({ name: 'edge', namespace: cluster.namespace, uid: '1b6f1f5e-0000-4000-8000-000000000001' });
 const softwareInstallJob = (namespace: string): V1Job => {
@@ -135,10 +143,12 @@ describe('kud-job-launch', () => {
       nodeName: 'node-1',
       generation: 1,
       functionsNamespace: cluster.namespace,
+      placement,
     });
     const cleanup = buildCleanupJob(owner(), 'edge-1', {
       image: config.CLEANUP_IMAGE ?? '',
       functionsNamespace: cluster.namespace,
+      placement,
     });
     expect([
       await createAs('kud-job-launch', kudJob(cluster.namespace)),
@@ -147,6 +157,13 @@ describe('kud-job-launch', () => {
     ]).toEqual(['allowed', 'allowed', 'allowed']);
     // The builders do use what the policy confines (the allowed cases are not trivially so).
     expect(podOf(kudJob(cluster.namespace)).hostNetwork).toBe(true);
+    // Placed: the selector and tolerations are in the admitted KUD Job, the tolerations in the others.
+    expect(podOf(kudJob(cluster.namespace)).nodeSelector).toEqual(placement.nodeSelector);
+    expect([kudJob(cluster.namespace), cleanup, publisher].map((job) => podOf(job).tolerations)).toEqual([
+      placement.tolerations,
+      placement.tolerations,
+      placement.tolerations,
+    ]);
     // None of them has a ServiceAccount or a token, the publisher included (docs/adr/0009).
     expect([kudJob(cluster.namespace), cleanup, publisher].map((job) => podOf(job).automountServiceAccountToken)).toEqual([
       false,
