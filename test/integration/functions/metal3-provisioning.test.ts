@@ -24,7 +24,7 @@ import { ChainHarness, pingEvent, sourceEvent } from './support/chain-harness.js
 import {
   conditionOf,
   createProvisioning,
-  createReadyImage,
+  createImage,
   provisioningObject,
   readProvisioning,
 } from './support/fixtures.js';
@@ -115,12 +115,11 @@ describe('host-lookup with the real baremetal-operator', () => {
       namespace,
       body: { metadata: { name: 'bmc' }, stringData: { username: 'admin', password: 'not-used' } },
     });
-    await createReadyImage(cluster.kubeConfig, {
+    await createImage(cluster.kubeConfig, {
       name: 'metal.os.node',
       namespace,
       clusterName: 'metal',
-      sha256,
-      url: `http://image-download.test/images/${namespace}/metal.os.node`,
+      status: { phase: 'Ready', sha256, url: `http://image-download.test/images/${namespace}/metal.os.node` },
     });
     harness = new ChainHarness(cluster.kubeConfig, {
       BMH_NAMESPACE: namespace,

@@ -221,12 +221,13 @@ export async function createReadyProvisioning(kubeConfig: KubeConfig, namespace:
 }
 
 /**
- * An Image as image-verify leaves it once verified (phase Ready, URL and sha256), written through
- * the status subresource; image-verify itself is exercised in test/integration/images/.
+ * An Image with the status image-verify writes (`{phase: 'Ready', sha256, url}` once verified,
+ * `{phase: 'Uploaded'}` before), through the status subresource; image-verify itself is exercised
+ * in test/integration/images/.
  */
-export async function createReadyImage(
+export async function createImage(
   kubeConfig: KubeConfig,
-  options: { name: string; namespace: string; clusterName: string; sha256: string; url: string },
+  options: { name: string; namespace: string; clusterName: string; status: Record<string, unknown> },
 ) {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const { name, namespace } = options;
@@ -253,7 +254,7 @@ export async function createReadyImage(
     plural: 'images',
     namespace,
     name,
-    body: { ...created, status: { phase: 'Ready', sha256: options.sha256, url: options.url } },
+    body: { ...created, status: options.status },
   });
 }
 
