@@ -79,7 +79,8 @@ function bareMetalHost(host: number) {
         ID: `5d1f${String(host).padStart(8, '0')}-7c4e-4f1e-9d8a-1f2e3d4c5b6a`,
         bootMode: 'UEFI',
         image: { url: '' },
-        state: 'available',
+        // Provisioned already: host-lookup waits for nothing else (contract section 13).
+        state: 'externally provisioned',
       },
       provisioningFailCount: 0,
       hardware: {

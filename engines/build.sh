@@ -15,6 +15,10 @@
 #   from sigs.k8s.io/cli-utils, cel-go as Flux runs healthCheckExprs, gopher-lua as Argo CD runs its
 #   health checks), our own main package; override TEST_ASSET_GITOPS_CHECK; cache
 #   .../bpa-functions/gitops-check-<hash of its go.mod, go.sum and main.go>/, so an edit rebuilds it.
+# bmo: Metal3's baremetal-operator (github.com/metal3-io/baremetal-operator, BMO_VERSION), run by
+#   test/integration/functions/metal3-provisioning.test.ts with its fixture provisioner (-test-mode,
+#   no Ironic); override TEST_ASSET_BMO; cache .../bpa-functions/bmo-<version>/. Its CRDs are read
+#   from the module in the Go module cache at test time (`go env GOMODCACHE`), never copied here.
 # For each binary, in order of preference:
 #   1. KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd, as envtest uses; it may hold
 #      kube-controller-manager and kube-scheduler too)
@@ -30,8 +34,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/versions.env"
 set_name=${1:-control-plane}
 case "$set_name" in
-  control-plane | s3 | knative | knative-serving | gitops-check) ;;
-  *) echo "usage: engines/build.sh [control-plane|s3|knative|knative-serving|gitops-check]" >&2; exit 2 ;;
+  control-plane | s3 | knative | knative-serving | gitops-check | bmo) ;;
+  *) echo "usage: engines/build.sh [control-plane|s3|knative|knative-serving|gitops-check|bmo]" >&2; exit 2 ;;
 esac
 
 log() { printf '[engines] %s\n' "$*" >&2; }
@@ -43,6 +47,8 @@ elif [ "$set_name" = knative ]; then
   cache="$root/knative-eventing-${KNATIVE_EVENTING_VERSION}"
 elif [ "$set_name" = knative-serving ]; then
   cache="$root/knative-serving-${KNATIVE_SERVING_VERSION}"
+elif [ "$set_name" = bmo ]; then
+  cache="$root/bmo-${BMO_VERSION}"
 elif [ "$set_name" = gitops-check ]; then
   gitops_hash=$(cat "$here/gitops-check/go.mod" "$here/gitops-check/go.sum" "$here/gitops-check/main.go" | sha256sum | cut -c1-12)
   cache="$root/gitops-check-${gitops_hash}"
@@ -178,6 +184,19 @@ if [ "$set_name" = gitops-check ]; then
   # Our own main package: `go build .` in its module (a minute or three the first time).
   [ -x "$cache/gitops-check" ] || build_go gitops-check gitops-check gitops-check -ldflags "-s -w" .
   log "gitops-check: $cache/gitops-check"
+  echo "$cache"
+  exit 0
+fi
+
+if [ "$set_name" = bmo ]; then
+  src=$(provided bmo)
+  if [ -n "$src" ]; then
+    log "bmo: using $src"
+    echo "$(dirname "$(realpath "$src")")"
+    exit 0
+  fi
+  [ -x "$cache/bmo" ] || build_go bmo bmo bmo -ldflags "-s -w" github.com/metal3-io/baremetal-operator
+  log "bmo: $cache/bmo"
   echo "$cache"
   exit 0
 fi

@@ -49,6 +49,8 @@ if [ "$purpose" = test ]; then
   bash engines/build.sh knative-serving >/dev/null
   # The GitOps health checker (kstatus, Flux's CEL, Argo CD's Lua) of test/integration/gitops.
   bash engines/build.sh gitops-check >/dev/null
+  # Metal3's baremetal-operator (fixture provisioner, no Ironic) of test/integration/functions/metal3-provisioning.
+  bash engines/build.sh bmo >/dev/null
 fi
 if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
   # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.

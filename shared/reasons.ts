@@ -60,6 +60,18 @@ export const conditionReasons = {
     means: 'spec.image names an Image that is not verified (Ready) yet; nothing is written to the hosts',
     sweep: 'retry',
   },
+  WaitingForProvisioning: {
+    status: 'Unknown',
+    means:
+      "A BareMetalHost is not yet `provisioned` or `externally provisioned` in Metal3's status.provisioning.state (contract section 13); the message names each such host and its state. The sweep looks again",
+    sweep: 'retry',
+  },
+  HostProvisioningFailed: {
+    status: 'False',
+    means:
+      "A BareMetalHost is in one of Metal3's error states (status.errorType, operationalStatus error); the message is Metal3's. The sweep looks again, so the Provisioning proceeds once Metal3 recovers the host",
+    sweep: 'retry',
+  },
   PreviousJobRunning: {
     status: 'False',
     means: 'An older Job with another inventory still runs; it is replaced once it finishes',

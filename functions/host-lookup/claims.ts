@@ -24,8 +24,9 @@ import type { ClusterFacts } from './cluster-facts.js';
 /**
  * host-lookup's part of "one owner per host" (contract section 12, ADR 0013 point 3): before a
  * Provisioning's nodes are resolved, the hosts it no longer names are released and the hosts it
- * names are checked (from the watched index: no API call); once resolved, each is claimed
- * (shared/k8s/host-claims.ts: one PATCH per host not yet its own). A host held by anyone else
+ * names are checked (from the watched index: no API call); once every node has its host (bare
+ * metal: found by MAC, before Metal3 has provisioned it, contract section 13; a VM: resolved),
+ * each is claimed (shared/k8s/host-claims.ts: one PATCH per host not yet its own). A host held by anyone else
  * (another Provisioning, a Metal3Machine) stops the Provisioning with HostInUse and nothing of
  * it is touched.
  */

@@ -1,6 +1,15 @@
 import type { CloudEvent } from 'cloudevents';
 import { planNodes } from '../../shared/core/node-plan.js';
-import { resolveCluster, type ResolutionInput } from '../../shared/core/resolve.js';
+import {
+  hostOfNode,
+  resolveCluster,
+  type ResolutionInput,
+  type ResolvedCluster,
+} from '../../shared/core/resolve.js';
+import type { HostMacEntry } from '../../shared/core/host-index.js';
+import { judgeHostProvisioning } from '../../shared/core/host-provisioning.js';
+import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { conditionFor } from '../../shared/k8s/conditions.js';
 import { claimedHostsField, podConsumerAnnotation, splitKey } from '../../shared/core/host-claim.js';
 import { indexVirtletVmsByMac } from '../../shared/core/pod-index.js';
 import { claimOwnerOf } from '../../shared/k8s/host-claims.js';
@@ -15,7 +24,9 @@ import {
   ProvisioningCondition,
   completeProvisioningStep,
   failProvisioning,
+  provisioningIdentity,
   provisioningRef,
+  provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import type { StepCause } from '../../shared/k8s/step-causes.js';
@@ -41,8 +52,13 @@ export type ResolveOutcome =
   | { kind: 'resolved'; event: CloudEvent<unknown> }
   /** Resolution failed; `event` (provisioning.failed) only when the failure was newly recorded. */
   | { kind: 'failed'; event?: CloudEvent<unknown> }
+  /**
+   * Hosts claimed (and given the image) but Metal3 has not provisioned them all yet (contract
+   * section 13): HostsResolved=Unknown, WaitingForProvisioning; nothing is sent, the sweep looks again.
+   */
+  | { kind: 'waiting'; event?: undefined }
   /** Someone else recorded this generation meanwhile, or the Provisioning changed or is gone. */
-  | { kind: 'skipped' };
+  | { kind: 'skipped'; event?: undefined };
 
 /**
  * Validates the live Provisioning, resolves its nodes and records the result on its status:
@@ -50,6 +66,13 @@ export type ResolveOutcome =
  * and a Warning Event. An invalid resource is a False condition, not an HTTP error: the event
  * that named it was fine. `cause`: the event being answered (none from the sweep), recorded with
  * the success so its redelivery gets the same reply.
+ *
+ * Bare metal, in this order: the hosts by MAC (HostNotFound), one owner per host (HostInUse),
+ * the Image, the claims, spec.image, then Metal3's verdict on every host (contract section 13):
+ * waiting (HostsResolved Unknown, WaitingForProvisioning) until each is `provisioned` or
+ * `externally provisioned`, HostProvisioningFailed in an error state; only then the IPs, read
+ * from the hosts as they are after provisioning. Virtlet VMs are pods, not Metal3 hosts: their
+ * IPs are resolved before the claim, and nothing is waited for.
  */
 export async function resolveProvisioning(
   context: FunctionContext<HostLookupConfig>,
@@ -103,13 +126,16 @@ export async function resolveProvisioning(
   // Touches nothing else; the sweep retries, so it proceeds once the owner is deleted.
   if (claim.kind === 'taken') return fail(Reason.ClusterNameInUse, claim.message);
   const owner = claimOwnerOf(live);
-  let nodes: ResolvedNode[];
-  let clusterType;
+  /** Virtlet: resolved before the claim. Bare metal: once Metal3 has provisioned every host. */
+  let resolved: ResolvedCluster | undefined;
+  /** Bare metal: each node's BareMetalHost as the index has it (state, NICs). */
+  let hostsByMac: ReadonlyMap<string, HostMacEntry> | undefined;
+  let input: ResolutionInput;
   /** Each node's host (BareMetalHost or VM pod), as the lookup found it: what is claimed. */
   let nodeHosts: NodeHost[];
   try {
-    let input: ResolutionInput;
-    const macs = planNodes(provisioning.spec).nodes.map((n) => n.mac);
+    const plan = planNodes(provisioning.spec);
+    const macs = plan.nodes.map((n) => n.mac);
     let named: NodeHost[];
     if (virtlet) {
       const pods = await facts.runningPods();
@@ -127,10 +153,11 @@ export async function resolveProvisioning(
       );
       await releaseUnnamed(clients, live, owner, named, seen, context.log);
     } else {
-      const hostsByMac = await facts.hostsByMac(new Set(macs));
-      input = { hostsByMac, leases: await facts.dhcpLeases(), ipSources: context.config.IP_SOURCES };
+      const byMac = await facts.hostsByMac(new Set(macs));
+      hostsByMac = byMac;
+      input = { hostsByMac: byMac, ipSources: context.config.IP_SOURCES };
       named = macs.flatMap((mac) => {
-        const entry = hostsByMac.get(mac);
+        const entry = byMac.get(mac);
         return entry ? [nodeHostOfEntry(mac, entry)] : [];
       });
       const seen = (await facts.hostsClaimedBy(owner)).map((key) => ({
@@ -142,11 +169,11 @@ export async function resolveProvisioning(
     // One owner per host (contract section 12): someone else's host stops it here, untouched.
     const inUse = await firstInUse(clients, named, owner);
     if (inUse) return fail(Reason.HostInUse, inUse);
-    const resolved = resolveCluster(provisioning, input);
-    nodes = resolved.nodes;
-    clusterType = resolved.clusterType;
-    const byMac = new Map(named.map((host) => [host.mac, host]));
-    nodeHosts = nodes.flatMap((node) => byMac.get(node.mac) ?? []);
+    // A node without a host claims nothing; its IP is not looked for before Metal3 is done.
+    if (hostsByMac) for (const node of plan.nodes) hostOfNode(hostsByMac, node.label, node.mac);
+    else resolved = resolveCluster(provisioning, input);
+    // Every node has its host here (found, or resolved), in node order.
+    nodeHosts = named;
   } catch (error) {
     // Spec errors (invalid) and world errors (resolution) both end as a False condition;
     // API faults (transient/internal) go back to the server as 503/500.
@@ -175,6 +202,28 @@ export async function resolveProvisioning(
     );
     if (image.foreignHosts.length > 0) await reportForeignHosts(context, clients, live, image);
   }
+  const fields = { ...(image ? { image } : {}), [claimedHostsField]: claims.claimed };
+
+  if (hostsByMac) {
+    const verdict = judgeHostProvisioning(
+      nodeHosts.map((host) => ({ host: host.key, metal3: hostsByMac.get(host.mac)?.metal3 })),
+    );
+    if (verdict.kind === 'failed') return fail(Reason.HostProvisioningFailed, verdict.message);
+    if (verdict.kind === 'waiting') {
+      await recordWaiting(context, clients, live, verdict.message, fields);
+      return { kind: 'waiting' };
+    }
+    try {
+      // The hosts as this lookup read them, all provisioned: their NICs (and the leases read now)
+      // are the addresses of the installed OS.
+      resolved = resolveCluster(provisioning, { ...input, leases: await facts.dhcpLeases() });
+    } catch (error) {
+      if (!(error instanceof BpaError) || error.kind !== 'resolution') throw error;
+      return fail(error.reason, error.message);
+    }
+  }
+  if (!resolved) throw new Error('host-lookup: nodes neither resolved nor waited for');
+  const { nodes, clusterType } = resolved;
 
   const ref = provisioningRef(live);
   const cluster = provisioning.metadata.labels.cluster;
@@ -191,7 +240,7 @@ export async function resolveProvisioning(
         reason: Reason.Provisioning,
         message: 'Hosts resolved; rendering the inventory',
       },
-      fields: { nodes, ...(image ? { image } : {}), [claimedHostsField]: claims.claimed },
+      fields: { nodes, ...fields },
       cause,
       announce: {
         type: EventTypes.hostsResolved,
@@ -208,6 +257,47 @@ export async function resolveProvisioning(
   for (const node of nodes) context.metrics?.counter(nodesResolved).inc({ source: node.source });
   context.log.info('hosts resolved', { cluster, nodes: nodes.length });
   return { kind: 'resolved', event };
+}
+
+/**
+ * HostsResolved and Ready Unknown, WaitingForProvisioning, naming each host not yet provisioned
+ * and its state, with the claims (and image report) on status; a Normal Event when it changed.
+ * The same message again writes nothing, so the status write's own update event ends here.
+ */
+async function recordWaiting(
+  context: FunctionContext<HostLookupConfig>,
+  clients: KubeClients,
+  live: StoredObject,
+  message: string,
+  fields: Record<string, unknown>,
+): Promise<void> {
+  const ref = provisioningRef(live);
+  const step = ProvisioningCondition.hostsResolved;
+  const reason = Reason.WaitingForProvisioning;
+  const result = await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
+    conditions: [
+      { type: step, status: 'Unknown', reason, message },
+      { type: ProvisioningCondition.ready, status: 'Unknown', reason, message },
+    ],
+    fields,
+    alreadyDone: (conditions) => {
+      const current = conditionFor(conditions, step, ref.generation);
+      return current?.status === 'Unknown' && current.reason === reason && current.message === message;
+    },
+  });
+  if (result.outcome === 'written')
+    await recordEvent(
+      clients,
+      {
+        object: provisioningIdentity(ref),
+        type: 'Normal',
+        reason,
+        message,
+        component: context.functionName,
+      },
+      context.log,
+    );
+  context.log.info('waiting for Metal3 to provision the hosts', { message, status: result.outcome });
 }
 
 /** "; image beta.os.node on 2 hosts, 1 keeps its own image (metal3/h3)" */

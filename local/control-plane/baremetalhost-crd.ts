@@ -3,7 +3,8 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 /**
  * A minimal structural `metal3.io/v1alpha1` BareMetalHost CRD, written by this project, for
  * when Metal3's own CRD is not at hand (METAL3_CRDS_DIR unset). It types only what BPA reads
- * (spec.bootMACAddress, status.hardware.nics[].mac/ip/name) and keeps every other field.
+ * (spec.bootMACAddress, status.hardware.nics[].mac/ip/name, status.provisioning.state and
+ * Metal3's error fields) and keeps every other field.
  * Wire format, like a YAML file.
  */
 export const minimalBareMetalHostCrd: KubernetesObject & { spec: object } = {
@@ -45,6 +46,14 @@ export const minimalBareMetalHostCrd: KubernetesObject & { spec: object } = {
                 type: 'object',
                 'x-kubernetes-preserve-unknown-fields': true,
                 properties: {
+                  operationalStatus: { type: 'string' },
+                  errorType: { type: 'string' },
+                  errorMessage: { type: 'string' },
+                  provisioning: {
+                    type: 'object',
+                    'x-kubernetes-preserve-unknown-fields': true,
+                    properties: { state: { type: 'string' } },
+                  },
                   hardware: {
                     type: 'object',
                     'x-kubernetes-preserve-unknown-fields': true,

@@ -12,7 +12,16 @@ type BareMetalHostObject = {
   status?: Record<string, unknown>;
 };
 
-/** The BareMetalHost as Metal3 would show it after inspection (status holds the NICs). */
+/**
+ * The BareMetalHost as Metal3 shows a host it inspected and found running an OS someone else
+ * installed: `spec.externallyProvisioned` and `status.provisioning.state: externally provisioned`.
+ * That is what the lab's hosts are (network namespaces or ssh2 servers running already; no
+ * Ironic writes a disk here), and it is one of the two states host-lookup waits for before KUD
+ * runs (contract section 13), so the demo goes on at once. The status is written once, not kept
+ * by a controller: no Metal3 runs in the lab (the real one is tested in
+ * test/integration/functions/metal3-provisioning.test.ts). An image host-lookup writes to such a
+ * host is recorded in spec.image; Metal3 would not install it on an externally provisioned host.
+ */
 function inspectedHost(host: LabHost, namespace: string): BareMetalHostObject {
   return {
     apiVersion: 'metal3.io/v1alpha1',
@@ -20,6 +29,7 @@ function inspectedHost(host: LabHost, namespace: string): BareMetalHostObject {
     metadata: { name: host.bmhName, namespace, labels: { 'bpa.akraino.org/simulated-lab': 'true' } },
     spec: {
       online: true,
+      externallyProvisioned: true,
       bootMACAddress: host.mac,
       bmc: { address: `ipmi://${host.ip}:6230`, credentialsName: `${host.bmhName}-bmc` },
     },
@@ -29,7 +39,7 @@ function inspectedHost(host: LabHost, namespace: string): BareMetalHostObject {
       hardwareProfile: 'unknown',
       operationalStatus: 'OK',
       poweredOn: true,
-      provisioning: { ID: `simulated-${host.bmhName}`, state: 'ready', image: { url: '' } },
+      provisioning: { ID: `simulated-${host.bmhName}`, state: 'externally provisioned', image: { url: '' } },
       hardware: {
         hostname: host.label,
         nics: [

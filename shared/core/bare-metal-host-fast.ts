@@ -76,13 +76,46 @@ function fastConsumerRef(ref: unknown): ConsumerRef | undefined {
 function fastStatus(status: unknown): BareMetalHost['status'] | undefined {
   if (status === null) return null;
   if (!isPlainObject(status)) return undefined;
-  const { hardware } = status;
-  if (hardware === undefined) return 'hardware' in status ? undefined : {};
-  if (hardware === null) return { hardware: null };
+  // Keys in the schema's order: hardware, the three Metal3 strings, provisioning.
+  const checked: NonNullable<BareMetalHost['status']> = {};
+  const { hardware, provisioning } = status;
+  if (hardware !== undefined || 'hardware' in status) {
+    const value = fastHardware(hardware);
+    if (value === undefined) return undefined;
+    checked.hardware = value;
+  }
+  for (const key of metal3StatusStrings) {
+    const value = status[key];
+    if (value === undefined) {
+      if (key in status) return undefined;
+      continue;
+    }
+    if (value !== null && typeof value !== 'string') return undefined;
+    checked[key] = value;
+  }
+  if (provisioning !== undefined || 'provisioning' in status) {
+    if (provisioning === null) checked.provisioning = null;
+    else {
+      if (!isPlainObject(provisioning)) return undefined;
+      const { state } = provisioning;
+      if (state === undefined && 'state' in provisioning) return undefined;
+      if (state !== undefined && state !== null && typeof state !== 'string') return undefined;
+      checked.provisioning = state === undefined ? {} : { state };
+    }
+  }
+  return checked;
+}
+
+const metal3StatusStrings = ['operationalStatus', 'errorType', 'errorMessage'] as const;
+
+function fastHardware(
+  hardware: unknown,
+): NonNullable<NonNullable<BareMetalHost['status']>['hardware']> | null | undefined {
+  if (hardware === null) return null;
   if (!isPlainObject(hardware)) return undefined;
   const { nics } = hardware;
-  if (nics === undefined) return 'nics' in hardware ? undefined : { hardware: {} };
-  if (nics === null) return { hardware: { nics: null } };
+  if (nics === undefined) return 'nics' in hardware ? undefined : {};
+  if (nics === null) return { nics: null };
   if (!Array.isArray(nics)) return undefined;
   const checked: Nic[] = [];
   for (let i = 0; i < nics.length; i++) {
@@ -92,7 +125,7 @@ function fastStatus(status: unknown): BareMetalHost['status'] | undefined {
     if (nic === undefined) return undefined;
     checked.push(nic);
   }
-  return { hardware: { nics: checked } };
+  return { nics: checked };
 }
 
 function fastNic(nic: unknown): Nic | undefined {

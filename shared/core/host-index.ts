@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { BareMetalHost, ConsumerRef } from '../schemas/bare-metal-host.js';
+import { metal3StateOf, type Metal3HostState } from './host-provisioning.js';
 import { normaliseMac } from './mac.js';
 
 /** What is known about one MAC from the BareMetalHosts. */
@@ -12,6 +13,8 @@ export interface HostMacEntry {
   consumer?: ConsumerRef;
   /** The host's resourceVersion when read from the API: the precondition of a claim. */
   resourceVersion?: string;
+  /** What Metal3 says of the host's provisioning (state, errors): shared/core/host-provisioning.ts. */
+  metal3?: Metal3HostState;
 }
 
 /**
@@ -71,11 +74,13 @@ export class HostMacIndexer {
       : host.metadata.name;
     const consumer = host.spec?.consumerRef ?? undefined;
     const resourceVersion = host.metadata.resourceVersion;
+    const metal3 = metal3StateOf(host);
     for (let i = 0; i < macs.length; i++) {
       const nicIp = nicIps[i];
       const entry: HostMacEntry = nicIp === undefined ? { host: name } : { host: name, nicIp };
       if (consumer) entry.consumer = consumer;
       if (resourceVersion !== undefined) entry.resourceVersion = resourceVersion;
+      if (metal3) entry.metal3 = metal3;
       index.set(macs[i]!, entry);
     }
   }

@@ -31,6 +31,8 @@ const retriedButNeedsAChange: ReadonlySet<string> = new Set<ConditionReason>([
   'ObjectConflict',
   'VmNamespacesNotConfigured',
   'HostInUse',
+  // Metal3 retries some errors itself, but a bad BMC credential or image needs someone.
+  'HostProvisioningFailed',
 ]);
 
 /** Decides whether a condition of the current generation means "cannot go on without a change". */

@@ -67,12 +67,7 @@ export function resolveBareMetalNodes(
 ): ResolvedNode[] {
   const order = ipSources ?? (leases ? ['leases', 'nics'] : ['nics']);
   return plan.nodes.map(({ label, mac, roles }) => {
-    const host = hostsByMac.get(mac);
-    if (!host)
-      throw new BpaError('HostNotFound', `Host with MAC Address ${mac} not found`, 'resolution', {
-        node: label,
-        macAddress: mac,
-      });
+    const host = hostOfNode(hostsByMac, label, mac);
     for (const source of order) {
       const found = ipFrom(source, mac, host, leases);
       if (found) return { label, roles: [...roles], mac, ip: found.ip, source: found.source };
@@ -84,6 +79,21 @@ export function resolveBareMetalNodes(
       { node: label, macAddress: mac, host: host.host, sources: [...order] },
     );
   });
+}
+
+/** The host of node `label` (its MAC), or the contract's HostNotFound. */
+export function hostOfNode(
+  hostsByMac: ReadonlyMap<string, HostMacEntry>,
+  label: string,
+  mac: string,
+): HostMacEntry {
+  const host = hostsByMac.get(mac);
+  if (!host)
+    throw new BpaError('HostNotFound', `Host with MAC Address ${mac} not found`, 'resolution', {
+      node: label,
+      macAddress: mac,
+    });
+  return host;
 }
 
 function ipFrom(

@@ -37,6 +37,18 @@ export const bareMetalHostSchema = z.object({
   spec: z
     .object({ bootMACAddress: z.string().nullish(), consumerRef: consumerRefSchema.nullish() })
     .nullish(),
-  status: z.object({ hardware: z.object({ nics: z.array(nicSchema).nullish() }).nullish() }).nullish(),
+  status: z
+    .object({
+      hardware: z.object({ nics: z.array(nicSchema).nullish() }).nullish(),
+      /** Metal3's `OK`, `discovered`, `error`, `delayed`, `detached`. */
+      operationalStatus: z.string().nullish(),
+      /** Metal3's error state (`provisioning error`, `registration error`...); empty when none. */
+      errorType: z.string().nullish(),
+      /** Metal3's own words about the error. */
+      errorMessage: z.string().nullish(),
+      /** `state`: `registering` ... `available`, `provisioning`, `provisioned`, `externally provisioned`... */
+      provisioning: z.object({ state: z.string().nullish() }).nullish(),
+    })
+    .nullish(),
 });
 export type BareMetalHost = z.infer<typeof bareMetalHostSchema>;

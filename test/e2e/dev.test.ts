@@ -110,12 +110,37 @@ describe('bpa dev (a real process)', () => {
       writeFileSync(namespaceFile, stringify(resources[0]));
       await kubectl('apply', '-f', namespaceFile);
       await kubectl('apply', '-n', namespace, '-k', join(repoRoot(), 'manifests', 'tenant'));
-      const apply = spawn('kubectl', ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-      apply.stdin.end(resources.map((r) => stringify(r)).join('---\n'));
-      const [applyCode] = (await once(apply, 'exit')) as [number];
-      expect(applyCode).toBe(0);
+      const applyAll = async (objects: readonly object[]) => {
+        const apply = spawn('kubectl', ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
+        apply.stdin.end(objects.map((r) => stringify(r)).join('---\n'));
+        const [applyCode] = (await once(apply, 'exit')) as [number];
+        expect(applyCode).toBe(0);
+      };
+      await applyAll(resources.slice(0, -1));
+      // No Metal3 runs here: the host's status says what Metal3 shows for a host whose OS was
+      // installed by someone else, which host-lookup waits for before KUD (contract section 13).
+      await kubectl(
+        'patch',
+        'baremetalhost',
+        'server-1',
+        '-n',
+        namespace,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({
+          status: {
+            errorMessage: '',
+            hardwareProfile: 'unknown',
+            operationalStatus: 'OK',
+            poweredOn: true,
+            provisioning: { ID: 'e2e-server-1', state: 'externally provisioned', image: { url: '' } },
+          },
+        }),
+      );
+      await applyAll(resources.slice(-1));
 
       let job: { metadata: { labels: Record<string, string> }; spec: { backoffLimit: number } } | undefined;
       for (let i = 0; i < 240 && !job; i++) {

@@ -14,9 +14,9 @@ import { definition as hostLookup } from '../../../functions/host-lookup/index.j
 import { useTestCluster } from '../../support/cluster.js';
 import { ChainHarness, sourceEvent } from './support/chain-harness.js';
 import {
-  bpaGroup,
   conditionOf,
   createBareMetalHost,
+  createImage as createImageWithStatus,
   createProvisioning,
   provisioningObject,
   readProvisioning,
@@ -44,39 +44,16 @@ describe('spec.image of a Provisioning', () => {
     (await custom().getNamespacedCustomObject({ ...bmh, namespace: cluster.namespace, name })) as StoredHost;
 
   /** An Image as image-verify leaves it: phase Ready with URL and sha256, or still Uploaded. */
-  const createImage = async (name: string, phase: 'Ready' | 'Uploaded') => {
-    const namespace = cluster.namespace;
-    const body = {
-      apiVersion: 'bpa.akraino.org/v1alpha1',
-      kind: 'Image',
-      metadata: { name, namespace },
-      spec: {
-        type: 'os',
-        owner: namespace,
-        clusterName: 'edge',
-        imageName: name,
-        length: 4096,
-        format: 'raw',
-      },
-    };
-    const created = (await custom().createNamespacedCustomObject({
-      ...bpaGroup,
-      plural: 'images',
-      namespace,
-      body,
-    })) as Record<string, unknown>;
-    const status =
-      phase === 'Ready'
-        ? { phase, sha256, url: `http://image-download.test/images/${namespace}/${name}` }
-        : { phase };
-    await custom().replaceNamespacedCustomObjectStatus({
-      ...bpaGroup,
-      plural: 'images',
-      namespace,
+  const createImage = (name: string, phase: 'Ready' | 'Uploaded') =>
+    createImageWithStatus(cluster.kubeConfig, {
       name,
-      body: { ...created, status },
+      namespace: cluster.namespace,
+      clusterName: 'edge',
+      status:
+        phase === 'Ready'
+          ? { phase, sha256, url: `http://image-download.test/images/${cluster.namespace}/${name}` }
+          : { phase },
     });
-  };
 
   beforeAll(async () => {
     const namespace = cluster.namespace;

@@ -61,7 +61,20 @@ const host = maybe(
         ),
       }),
     ),
-    status: maybe(record({ hardware: maybe(record({ nics: maybe(fc.array(nic, { maxLength: 3 })) })) })),
+    status: maybe(
+      record({
+        hardware: maybe(record({ nics: maybe(fc.array(nic, { maxLength: 3 })) })),
+        operationalStatus: maybe(fc.constantFrom('OK', 'error', 'discovered')),
+        errorType: maybe(fc.constantFrom('', 'provisioning error', 'registration error')),
+        errorMessage: maybe(fc.constantFrom('', 'Image not found')),
+        provisioning: maybe(
+          record({
+            state: maybe(fc.constantFrom('available', 'provisioning', 'provisioned')),
+            ID: fc.string(),
+          }),
+        ),
+      }),
+    ),
   }),
 );
 

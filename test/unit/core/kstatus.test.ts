@@ -102,6 +102,7 @@ describe('catalogueStall over the whole catalogue', () => {
     const mustStall = new Set([
       'ClusterNameInUse',
       'HostInUse',
+      'HostProvisioningFailed',
       'ObjectConflict',
       'VmNamespacesNotConfigured',
     ]);

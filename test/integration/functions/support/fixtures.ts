@@ -1,5 +1,5 @@
 /** Objects the function tests put into the real API server. */
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 
 export const bpaGroup = { group: 'bpa.akraino.org', version: 'v1alpha1' } as const;
 
@@ -103,6 +103,12 @@ export async function createBareMetalHost(
     annotations?: Record<string, string>;
     /** Metal3's spec.image: {url, checksum, checksumType, format}. */
     image?: Record<string, string>;
+    /**
+     * Metal3's status.provisioning.state (default `provisioned`: host-lookup resolves it at once,
+     * contract section 13) and, for an error state, errorType with Metal3's errorMessage.
+     */
+    state?: string;
+    error?: { type: string; message: string };
   },
 ) {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -135,11 +141,12 @@ export async function createBareMetalHost(
     body: {
       ...created,
       status: {
-        errorCount: 0,
-        errorMessage: '',
-        operationalStatus: 'OK',
+        errorCount: options.error ? 1 : 0,
+        errorMessage: options.error?.message ?? '',
+        ...(options.error ? { errorType: options.error.type } : {}),
+        operationalStatus: options.error ? 'error' : 'OK',
         poweredOn: true,
-        provisioning: { ID: `id-${options.name}`, state: 'provisioned' },
+        provisioning: { ID: `id-${options.name}`, state: options.state ?? 'provisioned' },
         provisioningFailCount: 0,
         hardware: { nics: options.nics ?? [] },
       },
@@ -211,4 +218,62 @@ export async function createReadyProvisioning(kubeConfig: KubeConfig, namespace:
       { type: 'Ready', status: 'True', reason: 'ClusterReady', message: `Cluster ${cluster} is ready` },
     ],
   });
+}
+
+/**
+ * An Image with the status image-verify writes (`{phase: 'Ready', sha256, url}` once verified,
+ * `{phase: 'Uploaded'}` before), through the status subresource; image-verify itself is exercised
+ * in test/integration/images/.
+ */
+export async function createImage(
+  kubeConfig: KubeConfig,
+  options: { name: string; namespace: string; clusterName: string; status: Record<string, unknown> },
+) {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const { name, namespace } = options;
+  const created = (await api.createNamespacedCustomObject({
+    ...bpaGroup,
+    plural: 'images',
+    namespace,
+    body: {
+      apiVersion: 'bpa.akraino.org/v1alpha1',
+      kind: 'Image',
+      metadata: { name, namespace },
+      spec: {
+        type: 'os',
+        owner: namespace,
+        clusterName: options.clusterName,
+        imageName: name,
+        length: 4096,
+        format: 'raw',
+      },
+    },
+  })) as Record<string, unknown>;
+  await api.replaceNamespacedCustomObjectStatus({
+    ...bpaGroup,
+    plural: 'images',
+    namespace,
+    name,
+    body: { ...created, status: options.status },
+  });
+}
+
+/** A merge patch of a BareMetalHost's status, as Metal3 writes it (null removes a field). */
+export async function patchBareMetalHostStatus(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+  status: Record<string, unknown>,
+) {
+  await kubeConfig.makeApiClient(CustomObjectsApi).patchNamespacedCustomObjectStatus(
+    {
+      group: 'metal3.io',
+      version: 'v1alpha1',
+      plural: 'baremetalhosts',
+      namespace,
+      name,
+      body: { status },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
 }
