@@ -12,6 +12,7 @@ import { errorBody } from '../../shared/server/responses.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { createLogger, type Logger } from '../../shared/log.js';
 import { s3Client, s3ClientConfig } from '../../shared/storage/s3.js';
+import { imageServiceMetrics, routeOf } from './metrics.js';
 import { AccessDenied, bearerToken, clientAddress, ImageAccess, type ImageVerb } from './access.js';
 import { imageUploadConfigSchema, type ImageUploadConfig } from './config.js';
 import { downloads } from './downloads.js';
@@ -117,6 +118,7 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
     clientOf,
   });
   const download = downloads(clients, s3, config.S3_BUCKET, log, config.IMAGE_URL_KEYS ?? []);
+  const metrics = imageServiceMetrics();
   let closing = false;
 
   /** What a refused or failed request is logged with: its reason, message and (5xx) stack. */
@@ -147,6 +149,11 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
       return fail(res, 400, 'InvalidPath', 'The request target is not a valid URL path');
     }
     if (path === '/health/liveness') return void res.writeHead(200).end('ok\n');
+    // What the PodMonitor scrapes (manifests/observability), on the serving port as for the functions.
+    if (path === '/metrics' && (req.method === 'GET' || req.method === 'HEAD')) {
+      const exposition = await metrics.exposition();
+      return void res.writeHead(200, { 'content-type': exposition.contentType }).end(exposition.body);
+    }
     if (path === '/health/readiness')
       return void res.writeHead(closing ? 503 : 200).end(closing ? 'closing\n' : 'ok\n');
     if (roles.has('download') && (await download(req, res, path))) return;
@@ -189,6 +196,8 @@ export async function startImageService(options: ImageServiceOptions): Promise<R
       connectionsCheckingInterval: Math.max(100, Math.min(headersTimeout / 4, 30_000)),
     },
     (req, res) => {
+      const started = process.hrtime.bigint();
+      res.once('close', () => metrics.record(routeOf(req.url), req.method, res.statusCode, started));
       // One line per answer that is not a success: warn for what the client sent (4xx: it cannot
       // succeed as sent, nobody needs paging), error for what failed here (5xx).
       res.once('finish', () => {

@@ -10,7 +10,7 @@ import {
 } from '../../shared/cloudevents/http-codec.js';
 import { postMessage, type Agents, type SendOutcome } from './http-sender.js';
 import type { ResolvedBroker, ResolvedDelivery, ResolvedTrigger } from './load-config.js';
-import type { BrokerMetrics } from './metrics.js';
+import { triggerDestination, type BrokerMetrics } from './metrics.js';
 import { backoffMs, isRetryable } from './retry-policy.js';
 import { childTraceContext, type TraceContext } from './trace-context.js';
 
@@ -204,9 +204,10 @@ export async function deliverToTrigger(
     ...(event.attributes.subject !== undefined ? { subject: event.attributes.subject } : {}),
     target: trigger.subscriberUrl,
   });
+  const destination = triggerDestination(trigger.namespace, trigger.name);
   const report = (outcome: DeliveryRecord['outcome'], record: () => DeliveryRecord) => {
     deps.metrics.deliveryOutcomes
-      .series(broker.namespace, broker.name, trigger.name, eventType, outcome)
+      .series(broker.namespace, broker.name, destination, eventType, outcome)
       .inc();
     if (deps.recordsWanted()) deps.emit(record());
   };
@@ -222,7 +223,7 @@ export async function deliverToTrigger(
     const latencyMs = performance.now() - started;
     const result = judge(outcome);
     deps.metrics.dispatchDuration
-      .series(broker.namespace, broker.name, trigger.name, eventType, String(result.status ?? 500))
+      .series(broker.namespace, broker.name, destination, eventType, String(result.status ?? 500))
       .observe(latencyMs / 1000);
     if (result.ok) {
       report('delivered', () => ({
@@ -348,7 +349,7 @@ async function forwardReply(
     .series(
       broker.namespace,
       broker.name,
-      trigger.name,
+      triggerDestination(trigger.namespace, trigger.name),
       record.eventType,
       deadLettered === 'sent' ? 'dead-lettered' : 'dropped',
     )

@@ -1,10 +1,14 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 
 /**
- * Knative-style broker metrics. Knative 1.22 records `kn.eventing.dispatch.duration` (OpenTelemetry,
- * seconds) with `kn.broker.*`, `kn.trigger.name`, `cloudevents.type` and `http.response.status_code`;
- * an OpenTelemetry Prometheus exporter names that `kn_eventing_dispatch_duration_seconds` with dots
- * turned into underscores, which is what is exposed here. Never the event id (unbounded).
+ * Knative-style broker metrics. Knative 1.22's broker filter (knative.dev/eventing v0.49.2
+ * pkg/broker/filter) records `kn.eventing.dispatch.duration` (OpenTelemetry, seconds) with
+ * `kn.broker.name`, `kn.broker.namespace`, `messaging.destination.name` (`trigger:<name>.<ns>`,
+ * no trigger name attribute of its own), `messaging.operation.name`, `messaging.system`,
+ * `cloudevents.type` and `http.response.status_code`; its Prometheus exporter names that
+ * `kn_eventing_dispatch_duration_seconds` with dots turned into underscores, which is what is
+ * exposed here (test/integration/chain/retried-delivery.test.ts scrapes the real one). Never the
+ * event id (unbounded).
  * prom-client's Counter and Histogram, behind `series(...labelValues)` (values in `labelNames`
  * order) so that the number of series stays bounded (BoundedSeries).
  */
@@ -50,10 +54,13 @@ export class BoundedSeries<Child> {
   }
 }
 
+/** `messaging.destination.name` of a Trigger, as Knative's filter writes it (pkg/tracing). */
+export const triggerDestination = (namespace: string, name: string) => `trigger:${name}.${namespace}`;
+
 const dispatchLabels = [
   'kn_broker_namespace',
   'kn_broker_name',
-  'kn_trigger_name',
+  'messaging_destination_name',
   'cloudevents_type',
   'http_response_status_code',
 ];
@@ -66,7 +73,7 @@ const ingressLabels = [
 const outcomeLabels = [
   'kn_broker_namespace',
   'kn_broker_name',
-  'kn_trigger_name',
+  'messaging_destination_name',
   'cloudevents_type',
   'outcome',
 ];

@@ -20,6 +20,12 @@ export interface KnativeInstallOptions {
    * the ConfigMap already there leaves it as it is.
    */
   features?: Record<string, string>;
+  /**
+   * Keys set in Eventing's `config-observability` ConfigMap as it is created (`metrics-protocol:
+   * prometheus`: broker-filter and broker-ingress serve /metrics on port 9092, the other components on 9090; Eventing's default is
+   * `none`). Default: none, config/'s own values.
+   */
+  observability?: Record<string, string>;
 }
 
 export interface KnativeInstall {
@@ -33,17 +39,21 @@ export interface KnativeInstall {
 
 const quiet = () => undefined;
 
-/** config/ with `features` set in the config-features ConfigMap (a copy; the others unchanged). */
-function withFeatures(objects: KubernetesObject[], features: Record<string, string>): KubernetesObject[] {
-  if (Object.keys(features).length === 0) return objects;
+/** config/ with `keys` set in its ConfigMap `name` (a copy; the others unchanged). */
+function withConfigKeys(
+  objects: KubernetesObject[],
+  name: string,
+  keys: Record<string, string>,
+): KubernetesObject[] {
+  if (Object.keys(keys).length === 0) return objects;
   return objects.map((object) => {
-    const isFeatures =
+    const isTarget =
       object.kind === 'ConfigMap' &&
-      object.metadata?.name === 'config-features' &&
+      object.metadata?.name === name &&
       object.metadata.namespace === knativeNamespace;
-    if (!isFeatures) return object;
+    if (!isTarget) return object;
     const { data } = object as KubernetesObject & { data?: Record<string, string> };
-    return { ...object, data: { ...data, ...features } } as KubernetesObject;
+    return { ...object, data: { ...data, ...keys } } as KubernetesObject;
   });
 }
 
@@ -58,7 +68,11 @@ export async function installKnativeEventing(options: KnativeInstallOptions): Pr
   const started = Date.now();
   const timeoutMs = options.timeoutMs ?? 300_000;
   const version = knativeVersions().eventing;
-  const objects = withFeatures(eventingConfigObjects(version), options.features ?? {});
+  const objects = withConfigKeys(
+    withConfigKeys(eventingConfigObjects(version), 'config-features', options.features ?? {}),
+    'config-observability',
+    options.observability ?? {},
+  );
   const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
   const rest = objects.filter((o) => o.kind !== 'CustomResourceDefinition');
   log(

@@ -49,6 +49,8 @@ export interface KnativeStackOptions {
    * needs a control plane whose service-account keys pods reach (serviceAccountJwksInCluster).
    */
   features?: Record<string, string>;
+  /** Keys set in Eventing's config-observability as it is installed (`metrics-protocol: prometheus`). */
+  observability?: Record<string, string>;
   /** Kustomize components of the manifests applied with them, by name (`event-authorization`). */
   components?: readonly string[];
 }
@@ -170,6 +172,7 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
     log,
     timeoutMs,
     ...(options.features ? { features: options.features } : {}),
+    ...(options.observability ? { observability: options.observability } : {}),
   });
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
   const rendered = servingOverlay(renderManifests(manifestsDir, options.config, options.components));

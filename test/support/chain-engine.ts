@@ -125,6 +125,11 @@ export interface ChainEngineOptions {
    * a control plane whose service-account keys pods reach (serviceAccountJwksInCluster).
    */
   eventAuthorization?: boolean;
+  /**
+   * `knative` only: keys of Eventing's config-observability (`metrics-protocol: prometheus`, so
+   * that broker-ingress and broker-filter serve /metrics on port 9092).
+   */
+  knativeObservability?: Record<string, string>;
 }
 
 const logLineSchema = z.looseObject({
@@ -133,7 +138,9 @@ const logLineSchema = z.looseObject({
   ce_id: z.string().optional(),
   namespace: z.string().optional(),
   name: z.string().optional(),
-  status: z.number().optional(),
+  // An `event` line's HTTP status; other lines name a write's outcome with it (`KUD Job launch`:
+  // `written`, `already-done`), and a line is not dropped for that.
+  status: z.union([z.number(), z.string()]).optional(),
   trace_id: z.string().optional(),
 });
 export type FunctionLogLine = z.infer<typeof logLineSchema>;
@@ -329,6 +336,7 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
         ...(options.eventAuthorization
           ? { features: { 'authentication-oidc': 'enabled' }, components: ['event-authorization'] }
           : {}),
+        ...(options.knativeObservability ? { observability: options.knativeObservability } : {}),
       });
       state.ingressUrl = `${stack.ingressBase}/${stackNamespace}/${stackBrokerName}`;
     }

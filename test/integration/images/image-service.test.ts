@@ -572,4 +572,18 @@ describe('access and limits', () => {
       await readImage(kubeClients(cluster.kubeConfig), cluster.namespace, 'beta.os.huge'),
     ).toBeUndefined();
   });
+
+  it('serves /metrics on its serving port (what the PodMonitor scrapes): its requests by route, method and code', async () => {
+    const response = await fetch(`${service.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await response.text();
+    // The 413s of the test before, one by tus and one by the original's route.
+    expect(text).toMatch(/^bpa_image_http_requests_total\{route="tus",method="POST",code="413"\} [1-9]/m);
+    expect(text).toMatch(/^bpa_image_http_requests_total\{route="legacy",method="POST",code="413"\} [1-9]/m);
+    expect(text).toMatch(
+      /^bpa_image_http_request_duration_seconds_count\{route="tus",method="PATCH",code="204"\} [1-9]/m,
+    );
+    expect(text).toContain('process_resident_memory_bytes');
+  });
 });

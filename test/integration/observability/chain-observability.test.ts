@@ -379,7 +379,7 @@ describe('metrics after the chain run', () => {
       sumOf(broker, 'kn_eventing_dispatch_duration_seconds_count', {
         kn_broker_namespace: 'bpa-system',
         kn_broker_name: 'default',
-        kn_trigger_name: trigger,
+        messaging_destination_name: `trigger:${trigger}.bpa-system`,
         cloudevents_type: type,
         http_response_status_code: code,
       });

@@ -196,7 +196,7 @@ describe('broker ingress', () => {
     expect(response.status).toBe(200);
     const text = await response.text();
     expect(text).toMatch(
-      /kn_eventing_dispatch_duration_seconds_count\{[^}]*kn_trigger_name="all"[^}]*cloudevents_type="com\.example\.ping"[^}]*http_response_status_code="202"[^}]*\} 1/,
+      /kn_eventing_dispatch_duration_seconds_count\{[^}]*messaging_destination_name="trigger:all\.test"[^}]*cloudevents_type="com\.example\.ping"[^}]*http_response_status_code="202"[^}]*\} 1/,
     );
     expect(text).toContain('kn_eventing_broker_ingress_events_total');
     expect(text).not.toContain(sent.id);

@@ -6,21 +6,21 @@ describe('broker metrics', () => {
   it('expose the Knative names with their labels, in labelNames order', async () => {
     const metrics = createBrokerMetrics();
     metrics.ingressEvents.series('ns', 'default', 'a.b', '202').inc();
-    metrics.deliveryOutcomes.series('ns', 'default', 'all', 'a.b', 'delivered').inc();
-    metrics.dispatchDuration.series('ns', 'default', 'all', 'a.b', '202').observe(0.003);
+    metrics.deliveryOutcomes.series('ns', 'default', 'trigger:all.ns', 'a.b', 'delivered').inc();
+    metrics.dispatchDuration.series('ns', 'default', 'trigger:all.ns', 'a.b', '202').observe(0.003);
     const text = await metrics.registry.metrics();
 
     expect(text).toContain(
       'kn_eventing_broker_ingress_events_total{kn_broker_namespace="ns",kn_broker_name="default",cloudevents_type="a.b",http_response_status_code="202"} 1',
     );
     expect(text).toContain(
-      'kn_eventing_delivery_outcomes_total{kn_broker_namespace="ns",kn_broker_name="default",kn_trigger_name="all",cloudevents_type="a.b",outcome="delivered"} 1',
+      'kn_eventing_delivery_outcomes_total{kn_broker_namespace="ns",kn_broker_name="default",messaging_destination_name="trigger:all.ns",cloudevents_type="a.b",outcome="delivered"} 1',
     );
     expect(text).toContain(
-      'kn_eventing_dispatch_duration_seconds_bucket{le="0.0025",kn_broker_namespace="ns",kn_broker_name="default",kn_trigger_name="all",cloudevents_type="a.b",http_response_status_code="202"} 0',
+      'kn_eventing_dispatch_duration_seconds_bucket{le="0.0025",kn_broker_namespace="ns",kn_broker_name="default",messaging_destination_name="trigger:all.ns",cloudevents_type="a.b",http_response_status_code="202"} 0',
     );
     expect(text).toContain(
-      'kn_eventing_dispatch_duration_seconds_bucket{le="0.005",kn_broker_namespace="ns",kn_broker_name="default",kn_trigger_name="all",cloudevents_type="a.b",http_response_status_code="202"} 1',
+      'kn_eventing_dispatch_duration_seconds_bucket{le="0.005",kn_broker_namespace="ns",kn_broker_name="default",messaging_destination_name="trigger:all.ns",cloudevents_type="a.b",http_response_status_code="202"} 1',
     );
     expect(text).toContain('kn_eventing_dispatch_duration_seconds_count{');
   });

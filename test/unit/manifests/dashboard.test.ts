@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { functionNames, kustomize, manifestsDir, ofKind, parseObjects } from './kustomize.js';
+import { functionNames, kustomize, kustomizeWithComponents, manifestsDir, ofKind, parseObjects } from './kustomize.js';
+
+interface PodTemplate {
+  metadata?: { labels?: Record<string, string> };
+  spec: { containers: { ports?: { name?: string }[] }[] };
+}
 
 const observabilityDir = join(manifestsDir, 'observability');
 
@@ -165,7 +170,7 @@ describe('manifests/observability', () => {
     expect((configMap as unknown as { data: Record<string, string> }).data['bpa-functions.json']).toBe(dashboardText);
   });
 
-  it('scrapes /metrics of the four function pods', () => {
+  it('scrapes /metrics of the function pods and the image service’s, on a port each of them has', () => {
     const podMonitor = z
       .looseObject({
         spec: z.object({
@@ -176,10 +181,40 @@ describe('manifests/observability', () => {
         }),
       })
       .parse(ofKind(objects, 'PodMonitor', 'monitoring.coreos.com')[0]);
-    // The pods carry the Service template's labels: app.kubernetes.io/name=<function>.
-    expect(podMonitor.spec.selector.matchExpressions).toEqual([
-      { key: 'app.kubernetes.io/name', operator: 'In', values: [...functionNames] },
-    ]);
-    expect(podMonitor.spec.podMetricsEndpoints.map((e) => [e.port, e.path])).toEqual([['user-port', '/metrics']]);
+    const [selector] = podMonitor.spec.selector.matchExpressions;
+    expect(podMonitor.spec.selector.matchExpressions).toHaveLength(1);
+    expect(selector?.key).toBe('app.kubernetes.io/name');
+    expect(podMonitor.spec.podMetricsEndpoints.every((e) => e.path === '/metrics')).toBe(true);
+    const endpointPorts = new Set(podMonitor.spec.podMetricsEndpoints.map((e) => e.port));
+
+    // Every workload that serves /metrics: the four functions and the image service's three.
+    const installed = parseObjects(kustomizeWithComponents(['image-service']));
+    const podTemplates = installed.flatMap((object) => {
+      const spec = (object as unknown as { spec?: { template?: PodTemplate } }).spec;
+      if (!spec?.template) return [];
+      if (object.kind === 'Service' && object.apiVersion === 'serving.knative.dev/v1') return [{ knative: true, template: spec.template }];
+      if (object.kind === 'Deployment') return [{ knative: false, template: spec.template }];
+      return [];
+    });
+    const served = new Map<string, string[]>();
+    for (const { knative, template } of podTemplates) {
+      const name = template.metadata?.labels?.['app.kubernetes.io/name'];
+      if (!name) continue;
+      // Knative names the serving container's port user-port in the pod (revision resources:
+      // the user container's one port), whatever the ksvc calls it; a Deployment keeps its names.
+      const ports = template.spec.containers.flatMap((c) => (c.ports ?? []).map((p) => (knative ? 'user-port' : p.name ?? '')));
+      served.set(name, ports);
+    }
+    expect([...(selector?.values ?? [])].sort()).toEqual(
+      [...functionNames, 'image-upload', 'image-verify', 'image-download'].sort(),
+    );
+    for (const name of selector?.values ?? []) {
+      const ports = served.get(name) ?? [];
+      expect({ name, scraped: ports.some((p) => endpointPorts.has(p)) }).toEqual({ name, scraped: true });
+    }
+    // Every workload of the install with a pod port is selected (a new one must not be missed).
+    expect([...served.keys()].filter((name) => (served.get(name) ?? []).length > 0 && name !== 'dead-letter').sort()).toEqual(
+      [...(selector?.values ?? [])].sort(),
+    );
   });
 });
