@@ -12,7 +12,7 @@ Start a real etcd + kube-apiserver on 127.0.0.1 with the project's CRDs installe
 reach it, and run until Ctrl-C (SIGINT) or SIGTERM, then stop both processes and remove their
 temporary files.
 
-Installed CRDs: Provisioning and Software (manifests/crds/); BareMetalHost from
+Installed CRDs: Provisioning, Software and Image (manifests/crds/); BareMetalHost from
 $METAL3_CRDS_DIR/metal3.io_baremetalhosts.yaml, else the project's minimal one; every Knative
 CRD in $KNATIVE_CRDS_DIR when it is set.
 

@@ -1,5 +1,7 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { parse } from 'yaml';
+import { z } from 'zod';
 import { BpaError } from '../../shared/errors.js';
 import { minimalBareMetalHostCrd } from './baremetalhost-crd.js';
 import type { CrdInput } from './crds.js';
@@ -12,12 +14,14 @@ export interface CrdSelection {
   notes: string[];
 }
 
+const crdKustomizationSchema = z.looseObject({ resources: z.array(z.string()).min(1) });
+
 const metal3File = 'metal3.io_baremetalhosts.yaml';
 
 const missingCrds = (message: string) => new BpaError('CrdFilesMissing', message, 'invalid');
 
 /**
- * The project's own CRDs (manifests/crds/), the BareMetalHost CRD from `$METAL3_CRDS_DIR` (else
+ * The project's own CRDs (those manifests/crds/kustomization.yaml lists), the BareMetalHost CRD from `$METAL3_CRDS_DIR` (else
  * the project's minimal one), and every Knative CRD in `$KNATIVE_CRDS_DIR` (else none). When a
  * variable is set, or when CI=true, a missing file is an error rather than a silent fallback.
  */
@@ -26,8 +30,14 @@ export function projectCrds(env: NodeJS.ProcessEnv = process.env, root = repoRoo
   const inputs: CrdInput[] = [];
   const notes: string[] = [];
 
-  for (const file of ['provisioning.yaml', 'software.yaml', 'image.yaml']) {
-    const path = join(root, 'manifests', 'crds', file);
+  // The files manifests/crds/kustomization.yaml lists: what `kubectl apply -k manifests/crds` installs.
+  const crdsDir = join(root, 'manifests', 'crds');
+  const kustomization = join(crdsDir, 'kustomization.yaml');
+  if (!existsSync(kustomization)) throw missingCrds(`the project's ${kustomization} is missing`);
+  const listed = crdKustomizationSchema.safeParse(parse(readFileSync(kustomization, 'utf8')));
+  if (!listed.success) throw missingCrds(`${kustomization} lists no resources: ${listed.error.message}`);
+  for (const file of listed.data.resources) {
+    const path = join(crdsDir, file);
     if (!existsSync(path)) throw missingCrds(`the project's CRD ${path} is missing`);
     inputs.push(path);
   }

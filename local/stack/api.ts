@@ -90,7 +90,7 @@ export async function ensureCrds(kubeConfig: KubeConfig, log: (line: string) => 
     throw new BpaError(
       'CrdInstallFailed',
       `the cluster lacks ${missing.map((crd) => crd.metadata.name).join(', ')} and installing them failed ` +
-        `(${describeError(error).message}); install manifests/crds/ with kubectl apply`,
+        `(${describeError(error).message}); install them with kubectl apply -k manifests/crds`,
       'invalid',
     );
   }

@@ -108,6 +108,17 @@ export function docOverlay(name: string): Map<string, string> {
   return files;
 }
 
+/**
+ * The shell commands docs/deploy.md shows between `<!-- <name>:start -->` and `<!-- <name>:end -->`
+ * (one ```sh block), as written: what a test runs to follow the documented steps.
+ */
+export function docShellBlock(name: string): string {
+  const doc = readFileSync(join(repoRoot, 'docs', 'deploy.md'), 'utf8');
+  const section = new RegExp(`<!-- ${name}:start -->\\n\`\`\`sh\\n([\\s\\S]*?)\`\`\`\\n<!-- ${name}:end -->`).exec(doc)?.[1];
+  if (!section) throw new Error(`docs/deploy.md has no sh block ${name}`);
+  return section;
+}
+
 export interface OverlayOptions {
   /** The install namespace (docs' "Another namespace" overlay); absent: the shipped bpa-system. */
   namespace?: string;
