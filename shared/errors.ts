@@ -75,6 +75,7 @@ export const httpStatusByReason: Readonly<Record<string, number>> = {
   ImageExists: 409,
   UploadOffsetConflict: 409,
   KubernetesConflict: 409,
+  NamespaceTerminating: 409, // the namespace is being deleted: nothing new may be created there
   FormTooLarge: 413,
   ImageTooLarge: 413,
   UnsupportedMediaType: 415,

@@ -109,6 +109,31 @@ export const notOnboardedIn = (error: unknown): string | undefined =>
     : undefined;
 
 /**
+ * NamespaceLifecycle admission's refusal of a create in a namespace being deleted (403, cause
+ * `NamespaceTerminating`): "unable to create new content in namespace <ns> because it is being
+ * terminated". The namespace controller deletes everything there, so what was to be written would
+ * go with it: nothing to retry. (A Provisioning there goes through its deletion once the namespace
+ * controller has marked it; until then a sweep may still try the next step of its chain.)
+ */
+const terminatingRefusal = /unable to create new content in namespace (\S+) because it is being terminated/;
+
+/** The namespace a 403 says is being deleted, if it says so. */
+export function terminatingNamespace(message: string): string | undefined {
+  return terminatingRefusal.exec(message)?.[1];
+}
+
+/** The reason of an error that says the namespace is being deleted: answered 204, nothing retried. */
+export const namespaceTerminating = 'NamespaceTerminating';
+
+/** The namespace of a NamespaceTerminating error, else undefined. */
+export const terminatingIn = (error: unknown): string | undefined =>
+  error instanceof BpaError &&
+  error.reason === namespaceTerminating &&
+  typeof error.details?.namespace === 'string'
+    ? error.details.namespace
+    : undefined;
+
+/**
  * Turns a failed API call into a BpaError the function server maps to the right HTTP status:
  * 5xx, 429 and connection failures are transient (503, so the broker retries); anything else is
  * an internal error (500) naming what was being done. BpaErrors pass through unchanged.
@@ -136,6 +161,14 @@ export function classifyApiError(error: unknown, action: string): BpaError {
       `Namespace ${notOnboarded} is not onboarded: the functions may not write there (${onboardCommand(notOnboarded)}); refused to ${action}`,
       'internal',
       { status, namespace: notOnboarded },
+    );
+  const terminating = status === 403 ? terminatingNamespace(apiMessage(error)) : undefined;
+  if (terminating)
+    return new BpaError(
+      namespaceTerminating,
+      `Namespace ${terminating} is being deleted: refused to ${action}`,
+      'internal',
+      { status, namespace: terminating },
     );
   return new BpaError(
     status === 403 ? 'KubernetesForbidden' : 'KubernetesApiError',

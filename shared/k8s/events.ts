@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { KubeClients } from './clients.js';
 import type { ObjectIdentity } from './stored-object.js';
-import { isConflict, isNotFound } from './api-errors.js';
+import { classifyApiError, isConflict, isNotFound, terminatingIn } from './api-errors.js';
 import type { Logger } from '../log.js';
 import { describeError } from '../errors.js';
 
@@ -84,6 +84,14 @@ export async function recordEvent(clients: KubeClients, record: EventRecord, log
     remember(name, count);
   } catch (error) {
     if (isNotFound(error)) seen.delete(name); // expired (Event TTL): recreated next time
+    // A namespace being deleted takes no new Event; it would go with the namespace anyway.
+    if (terminatingIn(classifyApiError(error, 'record a Kubernetes Event')) !== undefined) {
+      log?.debug('Kubernetes Event not recorded: the namespace is being deleted', {
+        reason: record.reason,
+        object: `${record.object.namespace}/${record.object.name}`,
+      });
+      return;
+    }
     log?.warn('could not record Kubernetes Event', {
       reason: record.reason,
       object: `${record.object.namespace}/${record.object.name}`,

@@ -3,7 +3,7 @@ import type { CloudEvent } from 'cloudevents';
 import { envInt } from '../config.js';
 import { describeError, transient } from '../errors.js';
 import type { Logger } from '../log.js';
-import { notOnboardedIn, onboardCommand } from './api-errors.js';
+import { notOnboardedIn, onboardCommand, terminatingIn } from './api-errors.js';
 import { kubeClients, type KubeClients } from './clients.js';
 import { listInNamespaces } from './custom-objects.js';
 import type { CustomResource } from './resources.js';
@@ -115,6 +115,16 @@ export async function runSweep(context: SweepContext, sweep: Sweep): Promise<voi
             command: onboardCommand(namespace),
           });
         notOnboarded.add(namespace);
+        continue;
+      }
+      // Being deleted: what the step would create there goes with the namespace, and the object's
+      // own deletion (its finalizer) is re-driven once the namespace controller has marked it.
+      const terminating = terminatingIn(error);
+      if (terminating !== undefined) {
+        context.log.info('namespace being deleted: nothing written there', {
+          kind: sweep.kind,
+          object: where,
+        });
         continue;
       }
       failed.push(where);

@@ -3,7 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { parseEnv, serverEnvSchema } from '../config.js';
 import { describeError, httpStatusFor, invalid } from '../errors.js';
 import { loadDefaultKubeConfig } from '../k8s/clients.js';
-import { notOnboardedIn, onboardCommand } from '../k8s/api-errors.js';
+import { notOnboardedIn, onboardCommand, terminatingIn } from '../k8s/api-errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { routeEvent } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
@@ -97,6 +97,14 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
         log.warn('namespace not onboarded', {
           namespace,
           command: onboardCommand(namespace),
+          ...describeError(error),
+        });
+        return undefined;
+      }
+      const terminating = terminatingIn(error);
+      if (terminating !== undefined) {
+        log.info('namespace being deleted: nothing written there', {
+          namespace: terminating,
           ...describeError(error),
         });
         return undefined;

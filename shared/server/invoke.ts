@@ -5,7 +5,7 @@ import type { InvocationOutcome } from '../telemetry/metrics.js';
 import type { RequestSpan } from '../telemetry/tracing.js';
 import type { HandlerResult } from './types.js';
 import { encodeHttpEvent } from '../cloudevents/message.js';
-import { notOnboardedIn, onboardCommand } from '../k8s/api-errors.js';
+import { notOnboardedIn, onboardCommand, terminatingIn } from '../k8s/api-errors.js';
 
 /** The HTTP answer to one invocation. */
 export interface InvocationAnswer {
@@ -41,6 +41,15 @@ export async function invoke(
       log.warn('namespace not onboarded', {
         namespace,
         command: onboardCommand(namespace),
+        ...describeError(error),
+      });
+      return { status: 204, outcome: 'ok' };
+    }
+    // A namespace being deleted refused new content: it would go with the namespace. No retry.
+    const terminating = terminatingIn(error);
+    if (terminating !== undefined) {
+      log.info('namespace being deleted: nothing written there', {
+        namespace: terminating,
         ...describeError(error),
       });
       return { status: 204, outcome: 'ok' };

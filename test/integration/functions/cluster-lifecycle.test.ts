@@ -33,7 +33,7 @@ import { createNamespace, deleteNamespace, uniqueNamespaceName } from '../../../
 import { useTestCluster } from '../../support/cluster.js';
 import { testEnv } from '../../support/control-plane-env.js';
 import { kudMultiClusterPath } from '../../../shared/core/kud-job.js';
-import { waitFor } from '../../../local/control-plane/index.js';
+import { isStatus, waitFor } from '../../../local/control-plane/index.js';
 import {
   createKudSshKeySecret,
   describeOnNode,
@@ -417,4 +417,81 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
     );
     expect(again.map((d) => d.status)).toEqual([204]);
   }, 240_000);
+  it('lets a tenant namespace deleted while the functions run go within the cleanup timeout (KUD Job ran, a Software in it)', async () => {
+    // Contract section 13: the namespace controller deletes the Provisioning, whose finalizer holds
+    // the namespace until kud-job-launch's sweep has run the cleanup Job (in the functions'
+    // namespace, which is not the one terminating) and removed it; the Software and the
+    // ConfigMap KUD's success wrote there go with the namespace.
+    const cleanupTimeoutSeconds = 180;
+    const doomed = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('doomed'));
+    const sweeping = new ChainHarness(cluster.kubeConfig, {
+      BMH_NAMESPACE: cluster.namespace,
+      IP_SOURCES: 'nics',
+      SWEEP_NAMESPACES: doomed,
+      FUNCTIONS_NAMESPACE: functionsNamespace,
+      KUD_IMAGE: kudTestImage.waits,
+      CLEANUP_IMAGE: 'bpa.local/test/shell:1',
+      CLEANUP_TIMEOUT_SECONDS: String(cleanupTimeoutSeconds),
+    });
+    await sweeping.start([hostLookup, inventoryRender, kudJobLaunch]);
+    try {
+      const created = await add(doomed, 'doomed', 'doomed', 11);
+      await sweeping.publish(sourceEvent('add', created));
+      await releaseKudJob(fns(), 'doomed', 0);
+      expect((await waitForJobEnd(cluster.kubeConfig, fns(), 'kud-doomed')).ended.type).toBe('Complete');
+      const ready = await sweeping.publish(await jobUpdateEvent(cluster.kubeConfig, fns(), 'kud-doomed'));
+      expect(ready.map((d) => d.reply?.type)).toContain(EventTypes.clusterReady);
+      expect(
+        (await core().readNamespacedConfigMap({ name: 'doomed-configmap', namespace: doomed })).metadata
+          ?.name,
+      ).toBe('doomed-configmap');
+      await custom().createNamespacedCustomObject({
+        ...bpaGroup,
+        plural: 'softwares',
+        namespace: doomed,
+        body: {
+          apiVersion: 'bpa.akraino.org/v1alpha1',
+          kind: 'Software',
+          metadata: { name: 'tools', labels: { cluster: 'doomed' } },
+          spec: { masterSoftware: ['htop'] },
+        },
+      });
+      const nodeDir = join(process.env[testEnv.nodeHostPaths] ?? '', kudMultiClusterPath, 'doomed');
+      await mkdir(nodeDir, { recursive: true });
+      await writeFile(join(nodeDir, 'marker'), 'KUD was here\n');
+
+      await core().deleteNamespace({ name: doomed });
+      // The PingSource's part: the sweeps, again and again, until the namespace is gone, no longer
+      // than the cleanup timeout (past it the finalizer would go without the cleanup). Every
+      // sweep succeeds meanwhile: a step that would create something in the terminating
+      // namespace (the kubeconfig Secret, an Event) is not a failure to retry.
+      const answers = new Set<string>();
+      await waitFor(
+        async () => {
+          const gone = await core()
+            .readNamespace({ name: doomed })
+            .then(() => false)
+            .catch((error: unknown) => (isStatus(error, 404) ? true : Promise.reject(error)));
+          if (gone) return true;
+          for (const target of ['host-lookup', 'kud-job-launch'])
+            answers.add(`${target} ${(await sweeping.deliver(target, pingEvent())).status}`);
+          return undefined;
+        },
+        { what: `namespace ${doomed} to be gone`, timeoutMs: cleanupTimeoutSeconds * 1000, intervalMs: 500 },
+      );
+      expect([...answers].sort()).toEqual(['host-lookup 204', 'kud-job-launch 204']);
+      // The cleanup ran (not the timeout's way out): the directory is gone from the node, and
+      // nothing of the Provisioning is left in the functions' namespace; its name is free.
+      expect(existsSync(nodeDir)).toBe(false);
+      const left = (await batch().listNamespacedJob({ namespace: fns(), labelSelector: 'cluster=doomed' }))
+        .items;
+      expect(left.filter((job) => !job.metadata?.deletionTimestamp)).toEqual([]);
+      await expect(
+        leases().readNamespacedLease({ name: 'cluster-doomed', namespace: functionsNamespace }),
+      ).rejects.toMatchObject({ code: 404 });
+    } finally {
+      await sweeping.stop();
+      await deleteNamespace(cluster.kubeConfig, doomed);
+    }
+  }, 420_000);
 });

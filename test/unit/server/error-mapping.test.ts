@@ -14,7 +14,7 @@ import {
   invalid,
   transient,
 } from '../../../shared/errors.js';
-import { classifyApiError } from '../../../shared/k8s/api-errors.js';
+import { classifyApiError, terminatingIn } from '../../../shared/k8s/api-errors.js';
 
 /** A refusal as @kubernetes/client-node throws it: the API server's Status body. */
 const refusal = (code: number, reason: string, message: string) =>
@@ -24,6 +24,10 @@ const refusal = (code: number, reason: string, message: string) =>
     JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, message, code }),
     {},
   );
+
+/** kube-apiserver's NamespaceLifecycle wording for a create in a namespace being deleted. */
+const terminatingMessage = (resource: string, name: string, namespace: string) =>
+  `${resource} "${name}" is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`;
 
 const clientStatuses = [400, 401, 403, 404, 405, 409, 413, 415, 422, 429];
 
@@ -98,6 +102,8 @@ describe('refused Kubernetes API calls', () => {
       [422, 'Invalid', 'Image.bpa.akraino.org "X" is invalid: metadata.name', 422],
       // The service's own rights, credentials or deployment: not the client's doing.
       [403, 'Forbidden', 'images is forbidden: User "system:serviceaccount:x:y" cannot create', 500],
+      // NamespaceLifecycle: the namespace is being deleted (an upload into it cannot succeed).
+      [403, 'Forbidden', terminatingMessage('images', 'x', 'gone'), 409],
       [401, 'Unauthorized', 'Unauthorized', 500],
       [404, 'NotFound', 'the server could not find the requested resource', 500],
       [410, 'Gone', 'too old resource version', 500],
@@ -111,6 +117,21 @@ describe('refused Kubernetes API calls', () => {
         reason,
         status,
       ]);
+  });
+
+  it('names the namespace a refusal says is being deleted (NamespaceTerminating, not retried)', () => {
+    const refused = classifyApiError(
+      refusal(403, 'Forbidden', terminatingMessage('secrets', 'c-admin-kubeconfig', 'tenant-a')),
+      'create Secret tenant-a/c-admin-kubeconfig',
+    );
+    expect(refused).toMatchObject({ reason: 'NamespaceTerminating' });
+    expect(terminatingIn(refused)).toBe('tenant-a');
+    expect(
+      terminatingIn(
+        classifyApiError(refusal(403, 'Forbidden', 'secrets is forbidden: User "u" cannot create'), 'act'),
+      ),
+    ).toBeUndefined();
+    expect(terminatingIn(new Error(terminatingMessage('secrets', 'x', 'tenant-a')))).toBeUndefined();
   });
 
   it('answers a call that got no answer 503', () => {
