@@ -100,13 +100,16 @@ export const onboardCommand = (namespace: string) => `kubectl apply -n ${namespa
 /** The reason of an error that says a namespace was not onboarded: answered 204, nothing retried. */
 export const namespaceNotOnboarded = 'NamespaceNotOnboarded';
 
+/** The namespace an error of this reason names (details.namespace), else undefined. */
+const namespaceOfError =
+  (reason: string) =>
+  (error: unknown): string | undefined =>
+    error instanceof BpaError && error.reason === reason && typeof error.details?.namespace === 'string'
+      ? error.details.namespace
+      : undefined;
+
 /** The namespace of a NamespaceNotOnboarded error, else undefined. */
-export const notOnboardedIn = (error: unknown): string | undefined =>
-  error instanceof BpaError &&
-  error.reason === namespaceNotOnboarded &&
-  typeof error.details?.namespace === 'string'
-    ? error.details.namespace
-    : undefined;
+export const notOnboardedIn = namespaceOfError(namespaceNotOnboarded);
 
 /**
  * NamespaceLifecycle admission's refusal of a create in a namespace being deleted (403, cause
@@ -126,12 +129,7 @@ export function terminatingNamespace(message: string): string | undefined {
 export const namespaceTerminating = 'NamespaceTerminating';
 
 /** The namespace of a NamespaceTerminating error, else undefined. */
-export const terminatingIn = (error: unknown): string | undefined =>
-  error instanceof BpaError &&
-  error.reason === namespaceTerminating &&
-  typeof error.details?.namespace === 'string'
-    ? error.details.namespace
-    : undefined;
+export const terminatingIn = namespaceOfError(namespaceTerminating);
 
 /**
  * Turns a failed API call into a BpaError the function server maps to the right HTTP status:
