@@ -47,6 +47,7 @@ import {
   conditionOf,
   createBareMetalHost,
   createProvisioning,
+  createSoftware,
   provisioningObject,
   readProvisioning,
 } from './support/fixtures.js';
@@ -445,17 +446,7 @@ describeOnNode('cluster names, changes, retry and deletion', () => {
         (await core().readNamespacedConfigMap({ name: 'doomed-configmap', namespace: doomed })).metadata
           ?.name,
       ).toBe('doomed-configmap');
-      await custom().createNamespacedCustomObject({
-        ...bpaGroup,
-        plural: 'softwares',
-        namespace: doomed,
-        body: {
-          apiVersion: 'bpa.akraino.org/v1alpha1',
-          kind: 'Software',
-          metadata: { name: 'tools', labels: { cluster: 'doomed' } },
-          spec: { masterSoftware: ['htop'] },
-        },
-      });
+      await createSoftware(cluster.kubeConfig, doomed, 'tools', 'doomed', { masterSoftware: ['htop'] });
       const nodeDir = join(process.env[testEnv.nodeHostPaths] ?? '', kudMultiClusterPath, 'doomed');
       await mkdir(nodeDir, { recursive: true });
       await writeFile(join(nodeDir, 'marker'), 'KUD was here\n');

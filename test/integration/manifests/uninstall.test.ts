@@ -38,7 +38,7 @@ import {
 import { docShellBlock } from '../../unit/manifests/kustomize.js';
 import { kubectl } from './kubectl.js';
 import { ChainHarness, pingEvent, sourceEvent } from '../functions/support/chain-harness.js';
-import { bpaGroup, createBareMetalHost, createProvisioning, provisioningObject } from '../functions/support/fixtures.js';
+import { bpaGroup, createBareMetalHost, createProvisioning, createSoftware, provisioningObject } from '../functions/support/fixtures.js';
 
 const tenant = 'uninstall-tenant';
 const bmhNamespace = 'metal3'; // the shipped BMH_NAMESPACE: Metal3's, which §1 presumes
@@ -180,17 +180,7 @@ describe('install and uninstall in the documented order', () => {
     // Someone else's finalizer beside ours: the documented release must leave this one alone.
     await claimed('shared', 3);
     await setFinalizers('shared', [cleanupFinalizer, otherFinalizer]);
-    await custom().createNamespacedCustomObject({
-      ...bpaGroup,
-      plural: 'softwares',
-      namespace: tenant,
-      body: {
-        apiVersion: 'bpa.akraino.org/v1alpha1',
-        kind: 'Software',
-        metadata: { name: 'tools', labels: { cluster: 'kept' } },
-        spec: { masterSoftware: ['htop'] },
-      },
-    });
+    await createSoftware(admin(), tenant, 'tools', 'kept', { masterSoftware: ['htop'] });
 
     // The functions' kustomization alone (what removed every user's resource before section 13).
     await stopFunctions();

@@ -5,13 +5,15 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { SshHosts } from '../../support/sshd.js';
 import {
-  bpaGroup,
   createBareMetalHost,
+  createSoftware,
   provisioningObject,
 } from '../../integration/functions/support/fixtures.js';
+
+export { createSoftware };
 
 /** MAC of node `index` of cluster number `clusterIndex`. */
 export const nodeMac = (clusterIndex: number, index: number) =>
@@ -81,31 +83,6 @@ export function clusterProvisioning(
       mac: nodeMac(clusterIndex, masters + i),
     })),
   });
-}
-
-export async function createSoftware(
-  kubeConfig: KubeConfig,
-  namespace: string,
-  name: string,
-  cluster: string,
-  spec: Record<string, unknown> = { masterSoftware: ['htop'], workerSoftware: ['tmux'] },
-) {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  return (await api.createNamespacedCustomObject({
-    ...bpaGroup,
-    plural: 'softwares',
-    namespace,
-    body: {
-      apiVersion: 'bpa.akraino.org/v1alpha1',
-      kind: 'Software',
-      metadata: { name, namespace, labels: { cluster } },
-      spec,
-    },
-  })) as {
-    apiVersion: string;
-    kind: string;
-    metadata: { name: string; namespace: string; generation: number };
-  };
 }
 
 /** Function env for a whole chain against the lab: hosts from NICs, sweeps and lists kept to the namespace. */

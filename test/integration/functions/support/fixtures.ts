@@ -55,6 +55,32 @@ export async function createProvisioning(
   })) as StoredProvisioning;
 }
 
+/** A Software for `cluster` (its label), as a user creates one. */
+export async function createSoftware(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+  cluster: string,
+  spec: Record<string, unknown> = { masterSoftware: ['htop'], workerSoftware: ['tmux'] },
+) {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  return (await api.createNamespacedCustomObject({
+    ...bpaGroup,
+    plural: 'softwares',
+    namespace,
+    body: {
+      apiVersion: 'bpa.akraino.org/v1alpha1',
+      kind: 'Software',
+      metadata: { name, namespace, labels: { cluster } },
+      spec,
+    },
+  })) as {
+    apiVersion: string;
+    kind: string;
+    metadata: { name: string; namespace: string; generation: number };
+  };
+}
+
 /** A status condition as the API server stores it on the project's resources. */
 export interface StoredCondition {
   type: string;
