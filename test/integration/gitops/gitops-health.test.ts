@@ -346,6 +346,41 @@ describe('Provisioning', () => {
     expectJudged(conflict, 'Failed');
   }, 120_000);
 
+  // Contract section 13: Metal3's states, written by hand here (the real baremetal-operator drives
+  // them in test/integration/functions/metal3-provisioning.test.ts).
+  it('is InProgress while Metal3 provisions its host, Failed when the host is in an error state', async () => {
+    await createBareMetalHost(cluster.kubeConfig, {
+      name: 'gh-provisioning',
+      namespace: ns(),
+      bootMac: 'dd:00:00:00:0d:01',
+      nics: [{ name: 'eth0', mac: 'dd:00:00:00:0d:01', ip: '10.41.1.1' }],
+      state: 'provisioning',
+    });
+    await provision('metal3-waits', 'dd:00:00:00:0d:01');
+    const waiting = await read('metal3-waits');
+    expect(waiting.status?.conditions?.find((c) => c.type === 'HostsResolved')).toMatchObject({
+      status: 'Unknown',
+      reason: 'WaitingForProvisioning',
+    });
+    expectJudged(waiting, 'InProgress');
+
+    await createBareMetalHost(cluster.kubeConfig, {
+      name: 'gh-broken',
+      namespace: ns(),
+      bootMac: 'dd:00:00:00:0d:02',
+      nics: [{ name: 'eth0', mac: 'dd:00:00:00:0d:02', ip: '10.41.1.2' }],
+      state: 'registering',
+      error: { type: 'registration error', message: 'Failed to get BMC credentials' },
+    });
+    await provision('metal3-fails', 'dd:00:00:00:0d:02');
+    const failed = await read('metal3-fails');
+    expect(failed.status?.conditions?.find((c) => c.type === 'HostsResolved')).toMatchObject({
+      status: 'False',
+      reason: 'HostProvisioningFailed',
+    });
+    expectJudged(failed, 'Failed');
+  });
+
   it('is InProgress (kstatus: Terminating) while deleting', async () => {
     await custom().deleteNamespacedCustomObject({
       ...bpaGroup,
