@@ -196,12 +196,20 @@ describeOnEngines('contract errors through the chain', (engine) => {
 
   it('a failing KUD Job: KudInstalled and Ready False (JobFailed) with the contract message, a Warning Event', async () => {
     const { namespace } = chain;
+    // A host of its own: the error cases' hosts are held by the no-ip case, which claims them
+    // before it looks for IPs (contract section 13: claimed, provisioned, then addressed).
+    await createBareMetalHost(chain.kubeConfig, {
+      name: 'doomed-host',
+      namespace,
+      bootMac: 'ee:ee:00:00:00:0d',
+      nics: [{ name: 'eth0', mac: 'ee:ee:00:00:00:0d', ip: '10.0.0.13' }],
+    });
     await apply(
       provisioningObject({
         name: 'doomed',
         namespace,
         cluster: 'doomed',
-        masters: [{ label: 'doomed-1', mac: 'ee:ee:00:00:00:01' }],
+        masters: [{ label: 'doomed-1', mac: 'ee:ee:00:00:00:0d' }],
       }),
     );
     await chain.waitForCondition('doomed', 'JobLaunched', 'True', 180_000);

@@ -191,8 +191,12 @@ describeOnKnative('the embedded broker and real Knative Eventing, side by side',
             ['a dead letter for the 400', count('script-client-error', '/dead') === 1],
           ];
           const missing = wanted.filter(([, ok]) => !ok).map(([what]) => what);
+          // What arrived, so a timeout says which attempt or dead letter is missing.
+          const arrived = got.map((r) => `${String(r.headers['ce-id'])} ${r.path} ${r.status}`).join('; ');
           if (missing.length > 0)
-            throw new Error(`missing: ${missing.join(', ')} (ingress answers ${accepted[engine].join(' ')})`);
+            throw new Error(
+              `missing: ${missing.join(', ')} (ingress answers ${accepted[engine].join(' ')}; received: ${arrived})`,
+            );
           const complete = true;
           return complete ? got : undefined;
         },
