@@ -108,24 +108,49 @@ function fastStatus(status: unknown): BareMetalHost['status'] | undefined {
 
 const metal3StatusStrings = ['operationalStatus', 'errorType', 'errorMessage'] as const;
 
-function fastHardware(
-  hardware: unknown,
-): NonNullable<NonNullable<BareMetalHost['status']>['hardware']> | null | undefined {
+type Hardware = NonNullable<NonNullable<NonNullable<BareMetalHost['status']>['hardware']>>;
+
+function fastHardware(hardware: unknown): Hardware | null | undefined {
   if (hardware === null) return null;
   if (!isPlainObject(hardware)) return undefined;
-  const { nics } = hardware;
-  if (nics === undefined) return 'nics' in hardware ? undefined : {};
-  if (nics === null) return { nics: null };
-  if (!Array.isArray(nics)) return undefined;
-  const checked: Nic[] = [];
-  for (let i = 0; i < nics.length; i++) {
-    // Holes in sparse arrays are left to zod too.
-    if (!(i in nics)) return undefined;
-    const nic = fastNic(nics[i]);
-    if (nic === undefined) return undefined;
-    checked.push(nic);
+  // Keys in the schema's order: nics, cpu, ramMebibytes.
+  const checked: Hardware = {};
+  const { nics, cpu, ramMebibytes } = hardware;
+  if (nics !== undefined || 'nics' in hardware) {
+    if (nics === null) checked.nics = null;
+    else {
+      if (!Array.isArray(nics)) return undefined;
+      const list: Nic[] = [];
+      for (let i = 0; i < nics.length; i++) {
+        // Holes in sparse arrays are left to zod too.
+        if (!(i in nics)) return undefined;
+        const nic = fastNic(nics[i]);
+        if (nic === undefined) return undefined;
+        list.push(nic);
+      }
+      checked.nics = list;
+    }
   }
-  return { nics: checked };
+  if (cpu !== undefined || 'cpu' in hardware) {
+    if (cpu === null) checked.cpu = null;
+    else {
+      if (!isPlainObject(cpu)) return undefined;
+      const { count } = cpu;
+      if (count === undefined && 'count' in cpu) return undefined;
+      if (count !== undefined && count !== null && !isFiniteNumber(count)) return undefined;
+      checked.cpu = count === undefined ? {} : { count };
+    }
+  }
+  if (ramMebibytes !== undefined || 'ramMebibytes' in hardware) {
+    if (ramMebibytes !== null && !isFiniteNumber(ramMebibytes)) return undefined;
+    checked.ramMebibytes = ramMebibytes;
+  }
+  return checked;
+}
+
+/** zod's z.number(): finite numbers only. */
+function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
 }
 
 function fastNic(nic: unknown): Nic | undefined {
