@@ -19,10 +19,10 @@ const record = (fields: Record<string, fc.Arbitrary<unknown>>) =>
     )
     .map(([value, extra]) => (extra === undefined ? value : { ...value, [extra]: 'ignored' }));
 
-/** Numbers zod's z.number() refuses, and the odd values. */
+/** Numbers zod's z.number() refuses, and the odd values: rare, so most hosts stay valid. */
 const badNumber = fc.oneof(fc.constantFrom(Number.NaN, Infinity, '8'), oddValue);
 const mostly = <T>(good: fc.Arbitrary<T>, bad: fc.Arbitrary<unknown>) =>
-  fc.oneof({ weight: 6, arbitrary: good }, { weight: 1, arbitrary: bad });
+  fc.oneof({ weight: 30, arbitrary: good }, { weight: 1, arbitrary: bad });
 
 const mac = fc.constantFrom(
   '08:00:27:00:ab:01',
@@ -72,7 +72,7 @@ const host = maybe(
           record({
             nics: maybe(fc.array(nic, { maxLength: 3 })),
             // Inspection's CPU and memory (the preflight): integers, or odd numbers zod refuses.
-            cpu: maybe(record({ count: mostly(fc.constantFrom(1, 8, 2.5), badNumber), arch: fc.constant('x86') })),
+            cpu: mostly(record({ count: mostly(fc.constantFrom(1, 8, 2.5), badNumber), arch: fc.constant('x86') }), oddValue),
             ramMebibytes: mostly(fc.constantFrom(8192, 16384), badNumber),
             hostname: fc.constantFrom('node'),
           }),
@@ -105,7 +105,7 @@ describe('BareMetalHost fast path', () => {
         expect(fast).toStrictEqual(parsed.data);
         expect(JSON.stringify(fast)).toBe(JSON.stringify(parsed.data));
       }),
-      { numRuns: 6000 },
+      { numRuns: 8000 },
     );
     // The fast path must really be taken for the well-formed objects among them.
     expect(answered).toBeGreaterThan(100);
