@@ -94,14 +94,9 @@ function fastStatus(status: unknown): BareMetalHost['status'] | undefined {
     checked[key] = value;
   }
   if (provisioning !== undefined || 'provisioning' in status) {
-    if (provisioning === null) checked.provisioning = null;
-    else {
-      if (!isPlainObject(provisioning)) return undefined;
-      const { state } = provisioning;
-      if (state === undefined && 'state' in provisioning) return undefined;
-      if (state !== undefined && state !== null && typeof state !== 'string') return undefined;
-      checked.provisioning = state === undefined ? {} : { state };
-    }
+    const value = fastOneField(provisioning, 'state', isString);
+    if (value === undefined) return undefined;
+    checked.provisioning = value;
   }
   return checked;
 }
@@ -132,14 +127,9 @@ function fastHardware(hardware: unknown): Hardware | null | undefined {
     }
   }
   if (cpu !== undefined || 'cpu' in hardware) {
-    if (cpu === null) checked.cpu = null;
-    else {
-      if (!isPlainObject(cpu)) return undefined;
-      const { count } = cpu;
-      if (count === undefined && 'count' in cpu) return undefined;
-      if (count !== undefined && count !== null && !isFiniteNumber(count)) return undefined;
-      checked.cpu = count === undefined ? {} : { count };
-    }
+    const value = fastOneField(cpu, 'count', isFiniteNumber);
+    if (value === undefined) return undefined;
+    checked.cpu = value;
   }
   if (ramMebibytes !== undefined || 'ramMebibytes' in hardware) {
     if (ramMebibytes !== null && !isFiniteNumber(ramMebibytes)) return undefined;
@@ -147,6 +137,25 @@ function fastHardware(hardware: unknown): Hardware | null | undefined {
   }
   return checked;
 }
+
+/**
+ * A nullable object of which only `key` is read, `T` or null or absent (`{state}`, `{count}`): the
+ * checked object (or null), or undefined to leave it to zod.
+ */
+function fastOneField<K extends string, T>(
+  value: unknown,
+  key: K,
+  accepts: (field: unknown) => field is T,
+): Partial<Record<K, T | null>> | null | undefined {
+  if (value === null) return null;
+  if (!isPlainObject(value)) return undefined;
+  const field = value[key];
+  if (field === undefined) return key in value ? undefined : {};
+  if (field !== null && !accepts(field)) return undefined;
+  return { [key]: field } as Partial<Record<K, T | null>>;
+}
+
+const isString = (value: unknown): value is string => typeof value === 'string';
 
 /** zod's z.number(): finite numbers only. */
 function isFiniteNumber(value: unknown): value is number {

@@ -38,7 +38,8 @@ function entryOf<V>(entry: Record<string, V>): [string, V] {
   return Object.entries(entry)[0] as [string, V];
 }
 
-type NodeValue = { cpu?: number | string | undefined; memory?: number | string | undefined } | null | undefined;
+type NodeValue =
+  { cpu?: number | string | undefined; memory?: number | string | undefined } | null | undefined;
 
 /** The node's `cpu` and `memory`, checked; a bad value is InvalidProvisioning naming the node. */
 function requestOf(label: string, value: NodeValue): HardwareRequest | undefined {

@@ -44,13 +44,16 @@ export function preflight(
     if (!requires || !entry) continue;
     const cpus = entry.hardware?.cpus;
     const ram = entry.hardware?.ramMebibytes;
-    const missing = (requires.cpu !== undefined && cpus === undefined) || (requires.memory && ram === undefined);
+    const missing =
+      (requires.cpu !== undefined && cpus === undefined) || (requires.memory && ram === undefined);
     if (missing && uninspected === 'wait') {
       const readiness = hostReadiness(entry.host, entry.metal3);
       const state = entry.metal3?.state ?? '';
       if (readiness.kind === 'error') errors.push(readiness.message);
       else if (beforeInspection.has(state))
-        waiting.push(`${entry.host} (${state || 'no provisioning state yet'}; node ${label} asks for ${asked(requires)})`);
+        waiting.push(
+          `${entry.host} (${state || 'no provisioning state yet'}; node ${label} asks for ${asked(requires)})`,
+        );
       else
         notInspected.push(
           `Host ${entry.host} (MAC ${mac}) reports no inspected ${missingWords(requires, cpus, ram)} in status.hardware (Metal3 state ${state}); node ${label} asks for ${asked(requires)}`,
@@ -66,8 +69,10 @@ export function preflight(
       );
   }
   const failures = [...short, ...notInspected];
-  if (failures.length > 0) return { kind: 'failed', reason: 'PreflightFailed', message: listed(failures, '; ') };
-  if (errors.length > 0) return { kind: 'failed', reason: 'HostProvisioningFailed', message: listed(errors, '; ') };
+  if (failures.length > 0)
+    return { kind: 'failed', reason: 'PreflightFailed', message: listed(failures, '; ') };
+  if (errors.length > 0)
+    return { kind: 'failed', reason: 'HostProvisioningFailed', message: listed(errors, '; ') };
   if (waiting.length === 0) return { kind: 'passed' };
   const count = waiting.length;
   return {

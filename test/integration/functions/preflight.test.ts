@@ -9,9 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
-import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
 import { useTestCluster } from '../../support/cluster.js';
-import { ChainHarness, sourceEvent } from './support/chain-harness.js';
+import { type ChainHarness, sourceEvent } from './support/chain-harness.js';
 import {
   bpaGroup,
   conditionOf,
@@ -23,7 +22,7 @@ import {
   readProvisioning,
   type NodeSpec,
 } from './support/fixtures.js';
-import { sweepFor, waitForSweep } from './support/sweep.js';
+import { startHostLookup, sweepFor, waitForSweep } from './support/sweep.js';
 
 const cluster = useTestCluster();
 const bmh = { group: 'metal3.io', version: 'v1alpha1', plural: 'baremetalhosts' } as const;
@@ -78,17 +77,10 @@ describe('the preflight of cpu and memory (contract section 14)', () => {
       bootMac: freshMac,
       state: 'inspecting',
     });
-    harness = new ChainHarness(cluster.kubeConfig, {
-      BMH_NAMESPACE: namespace,
-      IP_SOURCES: 'nics',
-      SWEEP_NAMESPACES: namespace,
-    });
-    await harness.start([hostLookup]);
+    harness = await startHostLookup(cluster.kubeConfig, namespace);
   });
 
-  afterAll(async () => {
-    await harness?.stop();
-  });
+  afterAll(() => harness?.stop());
 
   it('stops a host too small before claiming or reimaging it, and goes on once the spec asks less', async () => {
     const namespace = cluster.namespace;
@@ -96,8 +88,12 @@ describe('the preflight of cpu and memory (contract section 14)', () => {
     expect(deliveries.map((d) => [d.status, d.reply?.type])).toEqual([[200, EventTypes.provisioningFailed]]);
     const message = `Host ${namespace}/small (MAC ${smallMac}) has 4 CPUs and 8192 MiB of memory; node master-1 asks for 8 CPUs and 16Gi of memory`;
     const failed = await read('big');
-    expect(conditionOf(failed, 'HostsResolved')).toMatchObject({ status: 'False', reason: 'PreflightFailed', message });
-    expect(conditionOf(failed, 'Ready')).toMatchObject({ status: 'False', reason: 'PreflightFailed', message });
+    for (const type of ['HostsResolved', 'Ready'])
+      expect(conditionOf(failed, type)).toMatchObject({
+        status: 'False',
+        reason: 'PreflightFailed',
+        message,
+      });
     // It needs a change: kstatus Stalled, so a Flux wait fails with the message.
     expect(conditionOf(failed, 'Stalled')).toMatchObject({ status: 'True', reason: 'PreflightFailed' });
     // Nothing written to the host: not claimed, no image.
@@ -117,12 +113,16 @@ describe('the preflight of cpu and memory (contract section 14)', () => {
       },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
-    const resolved = await harness.publish(sourceEvent('update', patched as Parameters<typeof sourceEvent>[1]));
+    const resolved = await harness.publish(
+      sourceEvent('update', patched as Parameters<typeof sourceEvent>[1]),
+    );
     expect(resolved.map((d) => [d.status, d.reply?.type])).toEqual([[200, EventTypes.hostsResolved]]);
     expect(conditionOf(await read('big'), 'HostsResolved')).toMatchObject({ status: 'True' });
     const host = await readHost('small');
     expect(host.spec.consumerRef).toMatchObject({ kind: 'Provisioning', name: 'big' });
-    expect(host.spec.image).toMatchObject({ url: `http://image-download.test/images/${namespace}/edge.os.node` });
+    expect(host.spec.image).toMatchObject({
+      url: `http://image-download.test/images/${namespace}/edge.os.node`,
+    });
   });
 
   it('waits, untouched, for a host Metal3 has not inspected yet', async () => {

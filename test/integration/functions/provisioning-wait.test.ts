@@ -12,10 +12,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
-import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
 import { useTestCluster } from '../../support/cluster.js';
-import { ChainHarness, sourceEvent } from './support/chain-harness.js';
-import { sweepFor, waitForSweep } from './support/sweep.js';
+import { type ChainHarness, sourceEvent } from './support/chain-harness.js';
+import { startHostLookup, sweepFor, waitForSweep } from './support/sweep.js';
 import {
   conditionOf,
   createBareMetalHost,
@@ -86,12 +85,7 @@ describe('host-lookup waits for Metal3 (imitated status)', () => {
       nics: nic(5, '10.30.0.5'),
       state: 'externally provisioned',
     });
-    harness = new ChainHarness(cluster.kubeConfig, {
-      BMH_NAMESPACE: namespace,
-      IP_SOURCES: 'nics',
-      SWEEP_NAMESPACES: namespace,
-    });
-    await harness.start([hostLookup]);
+    harness = await startHostLookup(cluster.kubeConfig, namespace);
   });
 
   afterAll(async () => {

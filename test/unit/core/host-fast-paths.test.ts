@@ -72,7 +72,10 @@ const host = maybe(
           record({
             nics: maybe(fc.array(nic, { maxLength: 3 })),
             // Inspection's CPU and memory (the preflight): integers, or odd numbers zod refuses.
-            cpu: mostly(record({ count: mostly(fc.constantFrom(1, 8, 2.5), badNumber), arch: fc.constant('x86') }), oddValue),
+            cpu: mostly(
+              record({ count: mostly(fc.constantFrom(1, 8, 2.5), badNumber), arch: fc.constant('x86') }),
+              oddValue,
+            ),
             ramMebibytes: mostly(fc.constantFrom(8192, 16384), badNumber),
             hostname: fc.constantFrom('node'),
           }),

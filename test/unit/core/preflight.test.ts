@@ -74,7 +74,11 @@ describe('cpu and memory of a node (spec rules)', () => {
   });
 
   it('are absent from a node that gives neither (old Provisionings are unchanged)', () => {
-    expect(planNodes(spec({})).nodes[0]).toEqual({ label: 'master-1', mac: mac1, roles: ['master', 'worker'] });
+    expect(planNodes(spec({})).nodes[0]).toEqual({
+      label: 'master-1',
+      mac: mac1,
+      roles: ['master', 'worker'],
+    });
   });
 
   it('name the node when invalid (InvalidProvisioning)', () => {
@@ -82,7 +86,9 @@ describe('cpu and memory of a node (spec rules)', () => {
       try {
         planNodes(s);
       } catch (error) {
-        return error instanceof BpaError ? { reason: error.reason, kind: error.kind, message: error.message } : error;
+        return error instanceof BpaError
+          ? { reason: error.reason, kind: error.kind, message: error.message }
+          : error;
       }
       return 'accepted';
     };
@@ -117,7 +123,9 @@ describe('the preflight (contract section 14)', () => {
     expect(judge(spec({ cpu: 8, memory: '16Gi' }), [bmh('h1', mac1, inspected(8, 16384))])).toEqual({
       kind: 'passed',
     });
-    expect(judge(spec({ memory: '16G' }), [bmh('h1', mac1, inspected(1, 15259))])).toEqual({ kind: 'passed' });
+    expect(judge(spec({ memory: '16G' }), [bmh('h1', mac1, inspected(1, 15259))])).toEqual({
+      kind: 'passed',
+    });
     // Nothing asked: not even an uninspected host is waited for.
     expect(judge(spec({}), [bmh('h1', mac1, {})])).toEqual({ kind: 'passed' });
   });
@@ -174,9 +182,15 @@ describe('the preflight (contract section 14)', () => {
   });
 
   it('checks only what hand-written hosts report in skip mode (bpa render)', () => {
-    expect(judge(spec({ cpu: 2, memory: '1Gi' }), [bmh('bmh-1', mac1, {})], 'skip')).toEqual({ kind: 'passed' });
+    expect(judge(spec({ cpu: 2, memory: '1Gi' }), [bmh('bmh-1', mac1, {})], 'skip')).toEqual({
+      kind: 'passed',
+    });
     expect(
-      judge(spec({ cpu: 2, memory: '16Gi' }), [bmh('bmh-1', mac1, { hardware: { ramMebibytes: 1024 } })], 'skip'),
+      judge(
+        spec({ cpu: 2, memory: '16Gi' }),
+        [bmh('bmh-1', mac1, { hardware: { ramMebibytes: 1024 } })],
+        'skip',
+      ),
     ).toMatchObject({
       message: `Host metal3/bmh-1 (MAC ${mac1}) has no inspected CPU count and 1024 MiB of memory; node master-1 asks for 2 CPUs and 16Gi of memory`,
     });

@@ -1,6 +1,19 @@
 /** Driving host-lookup's sweep until the watched host index has taken a status write. */
 import { expect } from '@jest/globals';
-import { pingEvent, type ChainHarness } from './chain-harness.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { definition as hostLookup } from '../../../../functions/host-lookup/index.js';
+import { ChainHarness, pingEvent } from './chain-harness.js';
+
+/** host-lookup alone, behind its real HTTP server, its hosts and sweep in `namespace`; NIC IPs only. */
+export async function startHostLookup(kubeConfig: KubeConfig, namespace: string): Promise<ChainHarness> {
+  const harness = new ChainHarness(kubeConfig, {
+    BMH_NAMESPACE: namespace,
+    IP_SOURCES: 'nics',
+    SWEEP_NAMESPACES: namespace,
+  });
+  await harness.start([hostLookup]);
+  return harness;
+}
 
 /** One sweep of host-lookup; the events it sent about Provisioning `name` (the others' are re-sends). */
 export const sweepFor = (harness: () => ChainHarness, name: string) => async () => {
