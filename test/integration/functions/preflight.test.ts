@@ -125,7 +125,7 @@ describe('the preflight of cpu and memory (contract section 14)', () => {
     });
   });
 
-  it('waits, untouched, for a host Metal3 has not inspected yet', async () => {
+  it('waits, untouched, for a host Metal3 has not inspected yet, and goes on once one is big enough', async () => {
     const namespace = cluster.namespace;
     const deliveries = await provision('later', [{ label: 'master-1', mac: freshMac, memory: '16Gi' }]);
     expect(deliveries.map((d) => [d.status, d.reply?.type])).toEqual([[204, undefined]]);
@@ -151,5 +151,21 @@ describe('the preflight of cpu and memory (contract section 14)', () => {
       `Host ${namespace}/fresh (MAC ${freshMac}) has 4096 MiB of memory; node master-1 asks for 16Gi of memory`,
     );
     expect((await readHost('fresh')).spec).not.toHaveProperty('image');
+
+    // The host is re-inspected with more memory (and provisioned): the sweep lets it through.
+    await patchBareMetalHostStatus(cluster.kubeConfig, namespace, 'fresh', {
+      provisioning: { state: 'provisioned' },
+      hardware: {
+        cpu: { count: 2 },
+        ramMebibytes: 16384,
+        nics: [{ name: 'eth0', mac: freshMac, ip: '10.31.0.2' }],
+      },
+    });
+    const resolved = await waitForSweep(
+      async () => conditionOf(await read('later'), 'HostsResolved')?.status === 'True',
+      async () => (await ping()).filter((event) => event.type !== EventTypes.provisioningFailed),
+    );
+    expect(resolved.map((event) => event.type)).toEqual([EventTypes.hostsResolved]);
+    expect((await readHost('fresh')).spec.consumerRef).toMatchObject({ kind: 'Provisioning', name: 'later' });
   });
 });
