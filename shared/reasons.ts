@@ -63,13 +63,19 @@ export const conditionReasons = {
   WaitingForProvisioning: {
     status: 'Unknown',
     means:
-      "A BareMetalHost is not yet `provisioned` or `externally provisioned` in Metal3's status.provisioning.state (contract section 13); the message names each such host and its state. The sweep looks again",
+      "A BareMetalHost is not yet `provisioned` or `externally provisioned` in Metal3's status.provisioning.state (contract section 13), or not yet inspected while its node asks for cpu or memory (the preflight, contract section 14: nothing is claimed or written to a host until then); the message names each such host and its state. The sweep looks again",
     sweep: 'retry',
   },
   HostProvisioningFailed: {
     status: 'False',
     means:
       "A BareMetalHost is in one of Metal3's error states (status.errorType, operationalStatus error); the message is Metal3's. The sweep looks again, so the Provisioning proceeds once Metal3 recovers the host",
+    sweep: 'retry',
+  },
+  PreflightFailed: {
+    status: 'False',
+    means:
+      "A BareMetalHost's inspected hardware (status.hardware.cpu.count, ramMebibytes) is less than its node's cpu or memory, or Metal3 never inspected it (contract section 14); nothing is claimed or written to a host. The message names the host, what it has and what the node asks. The sweep looks again, so a smaller spec or a re-inspected host lets it proceed",
     sweep: 'retry',
   },
   PreviousJobRunning: {

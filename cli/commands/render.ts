@@ -26,7 +26,10 @@ Options:
                        inventory, job and clusterConfigMap
   -h, --help           show this help
 
-Exit status: 0 rendered; 1 resolution failed (the reason on stderr, one line);
+A node's cpu and memory are checked against the hosts that report inspected hardware
+(status.hardware.cpu.count, ramMebibytes); hosts without it are not checked.
+
+Exit status: 0 rendered; 1 resolution or the preflight failed (the reason on stderr, one line);
 2 bad options or an unreadable or invalid file.
 `;
 

@@ -37,8 +37,9 @@ const keyOf = (host: { metadata: { name: string; namespace?: string } }) =>
 /**
  * Only what the index reads (and what ListWatch tracks): ten thousand hosts stay small. That is
  * the MACs, the NIC IPs, spec.consumerRef (who holds the host), Metal3's provisioning state and
- * error (contract section 13: KUD waits for `provisioned`) and the resourceVersion (the
- * precondition of a claim, so claiming a free host costs one PATCH and no GET).
+ * error (contract section 13: KUD waits for `provisioned`), the inspected CPU count and memory
+ * (contract section 14: the preflight) and the resourceVersion (the precondition of a claim, so
+ * claiming a free host costs one PATCH and no GET).
  */
 function strip(object: unknown): KubernetesObject | undefined {
   const host = fastBareMetalHost(object) ?? bareMetalHostSchema.safeParse(object).data;

@@ -8,6 +8,7 @@ import {
 } from '../../shared/core/resolve.js';
 import type { HostMacEntry } from '../../shared/core/host-index.js';
 import { judgeHostProvisioning } from '../../shared/core/host-provisioning.js';
+import { preflight } from '../../shared/core/preflight.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor } from '../../shared/k8s/conditions.js';
 import { claimedHostsField, podConsumerAnnotation, splitKey } from '../../shared/core/host-claim.js';
@@ -68,7 +69,9 @@ export type ResolveOutcome =
  * the success so its redelivery gets the same reply.
  *
  * Bare metal, in this order: the hosts by MAC (HostNotFound), one owner per host (HostInUse),
- * the Image, the claims, spec.image, then Metal3's verdict on every host (contract section 13):
+ * the preflight of the nodes' cpu/memory against the inspected hardware (contract section 14:
+ * PreflightFailed, or waiting, untouched, for a host not inspected yet), the Image, the claims,
+ * spec.image, then Metal3's verdict on every host (contract section 13):
  * waiting (HostsResolved Unknown, WaitingForProvisioning) until each is `provisioned` or
  * `externally provisioned`, HostProvisioningFailed in an error state; only then the IPs, read
  * from the hosts as they are after provisioning. Virtlet VMs are pods, not Metal3 hosts: their
@@ -170,8 +173,17 @@ export async function resolveProvisioning(
     const inUse = await firstInUse(clients, named, owner);
     if (inUse) return fail(Reason.HostInUse, inUse);
     // A node without a host claims nothing; its IP is not looked for before Metal3 is done.
-    if (hostsByMac) for (const node of plan.nodes) hostOfNode(hostsByMac, node.label, node.mac);
-    else resolved = resolveCluster(provisioning, input);
+    if (hostsByMac) {
+      for (const node of plan.nodes) hostOfNode(hostsByMac, node.label, node.mac);
+      // The preflight (contract section 14) before any claim or spec.image: a host too small for
+      // its node is never reimaged, and one not yet inspected is waited for, untouched.
+      const verdict = preflight(plan.nodes, hostsByMac, 'wait');
+      if (verdict.kind === 'failed') return fail(verdict.reason, verdict.message);
+      if (verdict.kind === 'waiting') {
+        await recordWaiting(context, clients, live, verdict.message, {});
+        return { kind: 'waiting' };
+      }
+    } else resolved = resolveCluster(provisioning, input);
     // Every node has its host here (found, or resolved), in node order.
     nodeHosts = named;
   } catch (error) {

@@ -94,38 +94,72 @@ function fastStatus(status: unknown): BareMetalHost['status'] | undefined {
     checked[key] = value;
   }
   if (provisioning !== undefined || 'provisioning' in status) {
-    if (provisioning === null) checked.provisioning = null;
-    else {
-      if (!isPlainObject(provisioning)) return undefined;
-      const { state } = provisioning;
-      if (state === undefined && 'state' in provisioning) return undefined;
-      if (state !== undefined && state !== null && typeof state !== 'string') return undefined;
-      checked.provisioning = state === undefined ? {} : { state };
-    }
+    const value = fastOneField(provisioning, 'state', isString);
+    if (value === undefined) return undefined;
+    checked.provisioning = value;
   }
   return checked;
 }
 
 const metal3StatusStrings = ['operationalStatus', 'errorType', 'errorMessage'] as const;
 
-function fastHardware(
-  hardware: unknown,
-): NonNullable<NonNullable<BareMetalHost['status']>['hardware']> | null | undefined {
+type Hardware = NonNullable<NonNullable<NonNullable<BareMetalHost['status']>['hardware']>>;
+
+function fastHardware(hardware: unknown): Hardware | null | undefined {
   if (hardware === null) return null;
   if (!isPlainObject(hardware)) return undefined;
-  const { nics } = hardware;
-  if (nics === undefined) return 'nics' in hardware ? undefined : {};
-  if (nics === null) return { nics: null };
-  if (!Array.isArray(nics)) return undefined;
-  const checked: Nic[] = [];
-  for (let i = 0; i < nics.length; i++) {
-    // Holes in sparse arrays are left to zod too.
-    if (!(i in nics)) return undefined;
-    const nic = fastNic(nics[i]);
-    if (nic === undefined) return undefined;
-    checked.push(nic);
+  // Keys in the schema's order: nics, cpu, ramMebibytes.
+  const checked: Hardware = {};
+  const { nics, cpu, ramMebibytes } = hardware;
+  if (nics !== undefined || 'nics' in hardware) {
+    if (nics === null) checked.nics = null;
+    else {
+      if (!Array.isArray(nics)) return undefined;
+      const list: Nic[] = [];
+      for (let i = 0; i < nics.length; i++) {
+        // Holes in sparse arrays are left to zod too.
+        if (!(i in nics)) return undefined;
+        const nic = fastNic(nics[i]);
+        if (nic === undefined) return undefined;
+        list.push(nic);
+      }
+      checked.nics = list;
+    }
   }
-  return { nics: checked };
+  if (cpu !== undefined || 'cpu' in hardware) {
+    const value = fastOneField(cpu, 'count', isFiniteNumber);
+    if (value === undefined) return undefined;
+    checked.cpu = value;
+  }
+  if (ramMebibytes !== undefined || 'ramMebibytes' in hardware) {
+    if (ramMebibytes !== null && !isFiniteNumber(ramMebibytes)) return undefined;
+    checked.ramMebibytes = ramMebibytes;
+  }
+  return checked;
+}
+
+/**
+ * A nullable object of which only `key` is read, `T` or null or absent (`{state}`, `{count}`): the
+ * checked object (or null), or undefined to leave it to zod.
+ */
+function fastOneField<K extends string, T>(
+  value: unknown,
+  key: K,
+  accepts: (field: unknown) => field is T,
+): Partial<Record<K, T | null>> | null | undefined {
+  if (value === null) return null;
+  if (!isPlainObject(value)) return undefined;
+  const field = value[key];
+  if (field === undefined) return key in value ? undefined : {};
+  if (field !== null && !accepts(field)) return undefined;
+  return { [key]: field } as Partial<Record<K, T | null>>;
+}
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+
+/** zod's z.number(): finite numbers only. */
+function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
 }
 
 function fastNic(nic: unknown): Nic | undefined {

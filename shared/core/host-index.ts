@@ -15,6 +15,25 @@ export interface HostMacEntry {
   resourceVersion?: string;
   /** What Metal3 says of the host's provisioning (state, errors): shared/core/host-provisioning.ts. */
   metal3?: Metal3HostState;
+  /** What inspection found (status.hardware): what the preflight compares (shared/core/preflight.ts). */
+  hardware?: HostHardware;
+}
+
+/** A host's inspected CPU count and memory, each only when Metal3 reported it. */
+export interface HostHardware {
+  cpus?: number;
+  ramMebibytes?: number;
+}
+
+function hardwareOf(host: BareMetalHost): HostHardware | undefined {
+  const found = host.status?.hardware;
+  const cpus = found?.cpu?.count ?? undefined;
+  const ramMebibytes = found?.ramMebibytes ?? undefined;
+  if (cpus === undefined && ramMebibytes === undefined) return undefined;
+  const hardware: HostHardware = {};
+  if (cpus !== undefined) hardware.cpus = cpus;
+  if (ramMebibytes !== undefined) hardware.ramMebibytes = ramMebibytes;
+  return hardware;
 }
 
 /**
@@ -75,12 +94,14 @@ export class HostMacIndexer {
     const consumer = host.spec?.consumerRef ?? undefined;
     const resourceVersion = host.metadata.resourceVersion;
     const metal3 = metal3StateOf(host);
+    const hardware = hardwareOf(host);
     for (let i = 0; i < macs.length; i++) {
       const nicIp = nicIps[i];
       const entry: HostMacEntry = nicIp === undefined ? { host: name } : { host: name, nicIp };
       if (consumer) entry.consumer = consumer;
       if (resourceVersion !== undefined) entry.resourceVersion = resourceVersion;
       if (metal3) entry.metal3 = metal3;
+      if (hardware) entry.hardware = hardware;
       index.set(macs[i]!, entry);
     }
   }

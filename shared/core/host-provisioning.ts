@@ -88,7 +88,8 @@ export function judgeHostProvisioning(
   };
 }
 
-function listed(items: readonly string[], separator: string): string {
+/** `items` joined, at most ten of them, then "and N more": a condition message stays short. */
+export function listed(items: readonly string[], separator: string): string {
   const shown = items.slice(0, namedInMessage).join(separator);
   const more = items.length - namedInMessage;
   return more > 0 ? `${shown}${separator}and ${more} more` : shown;

@@ -33,6 +33,8 @@ const retriedButNeedsAChange: ReadonlySet<string> = new Set<ConditionReason>([
   'HostInUse',
   // Metal3 retries some errors itself, but a bad BMC credential or image needs someone.
   'HostProvisioningFailed',
+  // A host too small for its node: the spec or the hardware must change.
+  'PreflightFailed',
 ]);
 
 /** Decides whether a condition of the current generation means "cannot go on without a change". */

@@ -2,12 +2,25 @@ import { BpaError, invalid } from '../errors.js';
 import type { NodeRole } from '../schemas/node.js';
 import type { ProvisioningSpec } from '../schemas/provisioning.js';
 import { normaliseMac, requireMac } from './mac.js';
+import { coreCount, quantityBytes } from './quantity.js';
+
+/**
+ * What a node asks of its host's inspected hardware (contract section 14, the preflight in
+ * shared/core/preflight.ts): `cpu` cores and `memory`, a Kubernetes quantity kept as written for
+ * messages, with its size in bytes.
+ */
+export interface HardwareRequest {
+  cpu?: number;
+  memory?: { text: string; bytes: number };
+}
 
 /** One node of the cluster before its IP is known. */
 export interface PlannedNode {
   label: string;
   mac: string;
   roles: NodeRole[];
+  /** Only when the spec gives the node `cpu` or `memory`. */
+  requires?: HardwareRequest;
 }
 
 /**
@@ -23,6 +36,47 @@ export interface NodePlan {
 /** The one label and value of a `{<label>: {...}}` list item (the schema guarantees one key). */
 function entryOf<V>(entry: Record<string, V>): [string, V] {
   return Object.entries(entry)[0] as [string, V];
+}
+
+type NodeValue =
+  { cpu?: number | string | undefined; memory?: number | string | undefined } | null | undefined;
+
+/** The node's `cpu` and `memory`, checked; a bad value is InvalidProvisioning naming the node. */
+function requestOf(label: string, value: NodeValue): HardwareRequest | undefined {
+  const request: HardwareRequest = {};
+  if (value?.cpu !== undefined) {
+    const cpu = coreCount(value.cpu);
+    if (cpu === undefined)
+      throw invalid(
+        'InvalidProvisioning',
+        `Node ${label}: cpu ${JSON.stringify(value.cpu)} is not a number of cores (a positive integer, e.g. 8)`,
+        { node: label },
+      );
+    request.cpu = cpu;
+  }
+  if (value?.memory !== undefined) {
+    const bytes = quantityBytes(value.memory);
+    if (bytes === undefined || bytes === 0)
+      throw invalid(
+        'InvalidProvisioning',
+        `Node ${label}: memory ${JSON.stringify(value.memory)} is not a Kubernetes quantity of memory (e.g. 16Gi, 16384Mi, 16G or 17179869184 bytes)`,
+        { node: label },
+      );
+    request.memory = { text: String(value.memory).trim(), bytes };
+  }
+  return request.cpu === undefined && request.memory === undefined ? undefined : request;
+}
+
+/** A master listed again as a worker with its own cpu/memory: it must meet the larger of each. */
+function largerRequest(
+  a: HardwareRequest | undefined,
+  b: HardwareRequest | undefined,
+): HardwareRequest | undefined {
+  if (!a || !b) return a ?? b;
+  const merged: HardwareRequest = { ...a };
+  if (b.cpu !== undefined && (a.cpu === undefined || b.cpu > a.cpu)) merged.cpu = b.cpu;
+  if (b.memory && (!a.memory || b.memory.bytes > a.memory.bytes)) merged.memory = b.memory;
+  return merged;
 }
 
 function macText(value: { 'mac-address'?: string | null | undefined } | null | undefined): string {
@@ -64,6 +118,8 @@ export function planNodes(spec: ProvisioningSpec): NodePlan {
     const other = byMac.get(mac);
     if (other) throw sameMac(mac, other.label, label);
     const node: PlannedNode = { label, mac, roles: ['master'] };
+    const requires = requestOf(label, value);
+    if (requires) node.requires = requires;
     nodes.push(node);
     byLabel.set(label, node);
     byMac.set(mac, node);
@@ -96,6 +152,8 @@ export function planNodes(spec: ProvisioningSpec): NodePlan {
       // Same label as a master: "also a worker" when the MAC is absent or the master's own.
       if (existing.roles.includes('master') && (mac === null || mac === existing.mac)) {
         addWorkerRole(existing);
+        const requires = largerRequest(existing.requires, requestOf(label, value));
+        if (requires) existing.requires = requires;
         continue;
       }
       throw alreadyExists(label, mac ?? existing.mac);
@@ -108,6 +166,8 @@ export function planNodes(spec: ProvisioningSpec): NodePlan {
       throw sameMac(mac, other.label, label);
     }
     const node: PlannedNode = { label, mac, roles: [] };
+    const requires = requestOf(label, value);
+    if (requires) node.requires = requires;
     addWorkerRole(node);
     nodes.push(node);
     byLabel.set(label, node);

@@ -8,6 +8,7 @@ import { hostNicIp, indexHostsByMac, type HostMacEntry } from './host-index.js';
 import type { LeaseIndex } from './leases.js';
 import { planNodes, type NodePlan } from './node-plan.js';
 import { indexVirtletVmsByMac, type VirtletVm } from './pod-index.js';
+import { preflight } from './preflight.js';
 
 /** Where bare-metal IPs may come from, in the order they are tried. */
 export type IpSourceName = 'leases' | 'nics';
@@ -42,15 +43,17 @@ export function resolveCluster(provisioning: Provisioning, input: ResolutionInpu
   const cluster = provisioning.metadata.labels.cluster;
   const clusterType = clusterTypeOf(provisioning);
   const plan = planNodes(provisioning.spec);
-  const nodes =
-    clusterType === 'virtlet-vm'
-      ? resolveVirtletNodes(plan, indexVirtletVmsByMac(input.pods ?? []))
-      : resolveBareMetalNodes(
-          plan,
-          input.hostsByMac ?? indexNodeHosts(plan, input.hosts ?? []),
-          input.leases,
-          input.ipSources,
-        );
+  let nodes: ResolvedNode[];
+  if (clusterType === 'virtlet-vm') nodes = resolveVirtletNodes(plan, indexVirtletVmsByMac(input.pods ?? []));
+  else {
+    const hostsByMac = input.hostsByMac ?? indexNodeHosts(plan, input.hosts ?? []);
+    // Every host first (HostNotFound), then the preflight (contract section 14) on what the
+    // hosts report, then the IPs: the order host-lookup follows.
+    for (const node of plan.nodes) hostOfNode(hostsByMac, node.label, node.mac);
+    const verdict = preflight(plan.nodes, hostsByMac, 'skip');
+    if (verdict.kind === 'failed') throw new BpaError(verdict.reason, verdict.message, 'resolution');
+    nodes = resolveBareMetalNodes(plan, hostsByMac, input.leases, input.ipSources);
+  }
   return { cluster, clusterType, nodes, workerOrder: plan.workerOrder };
 }
 

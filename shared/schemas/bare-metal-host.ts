@@ -39,7 +39,14 @@ export const bareMetalHostSchema = z.object({
     .nullish(),
   status: z
     .object({
-      hardware: z.object({ nics: z.array(nicSchema).nullish() }).nullish(),
+      /** Inspection's findings: NICs, and the CPU count and memory the preflight compares. */
+      hardware: z
+        .object({
+          nics: z.array(nicSchema).nullish(),
+          cpu: z.object({ count: z.number().nullish() }).nullish(),
+          ramMebibytes: z.number().nullish(),
+        })
+        .nullish(),
       /** Metal3's `OK`, `discovered`, `error`, `delayed`, `detached`. */
       operationalStatus: z.string().nullish(),
       /** Metal3's error state (`provisioning error`, `registration error`...); empty when none. */

@@ -20,21 +20,26 @@ export const clusterNameSchema = z
  */
 export const nodeLabelPattern = /^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
 
-const ignoredNumberOrString = z.union([z.number(), z.string()]).optional();
+/**
+ * `cpu` (cores) and `memory` (a Kubernetes quantity): read as given and checked by planNodes
+ * (shared/core/node-plan.ts), so the error names the node; the preflight holds the host's
+ * inspected hardware to them (contract section 14).
+ */
+const numberOrString = z.union([z.number(), z.string()]).optional();
 
 /** `mac-address` is read as text; its format is checked during resolution so the error names the node. */
 const macAddressField = z.string().nullish();
 
 export const masterNodeSchema = z
-  .object({ 'mac-address': macAddressField, cpu: ignoredNumberOrString, memory: ignoredNumberOrString })
+  .object({ 'mac-address': macAddressField, cpu: numberOrString, memory: numberOrString })
   .loose();
 export type MasterNode = z.infer<typeof masterNodeSchema>;
 
 export const workerNodeSchema = z
   .object({
     'mac-address': macAddressField,
-    cpu: ignoredNumberOrString,
-    memory: ignoredNumberOrString,
+    cpu: numberOrString,
+    memory: numberOrString,
     sriov: z.boolean().optional(),
     qat: z.boolean().optional(),
   })

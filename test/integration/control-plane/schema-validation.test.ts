@@ -85,7 +85,7 @@ describe('Provisioning schema', () => {
     expect(message).toContain('spec.workers[0].worker-1.mac-address');
   });
 
-  it('accepts a null worker (a master that is also a worker) and the ignored hardware fields', async () => {
+  it('accepts a null worker (a master that is also a worker) and the hardware fields (cpu, memory: the preflight)', async () => {
     const spec = {
       masters: [{ 'master-1': { 'mac-address': '00:c6:14:04:61:b2', cpu: 4, memory: '8Gi' } }],
       workers: [
@@ -106,6 +106,7 @@ describe('Provisioning schema', () => {
     ['a master entry is a string', { masters: ['master-1'] }, 'spec.masters[0]'],
     ['a master entry has two nodes', { masters: [{ a: {}, b: {} }] }, 'spec.masters[0]'],
     ['cpu is a string', { masters: [{ m: { 'mac-address': '00:c6:14:04:61:b2', cpu: 'four' } }] }, 'cpu'],
+    ['cpu is zero', { masters: [{ m: { 'mac-address': '00:c6:14:04:61:b2', cpu: 0 } }] }, 'cpu'],
   ])('refuses a wrong type: %s', async (_label, spec, field) => {
     expect(await refusal(provisioning(spec))).toContain(field);
   });

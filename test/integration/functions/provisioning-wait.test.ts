@@ -12,9 +12,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
-import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
 import { useTestCluster } from '../../support/cluster.js';
-import { ChainHarness, pingEvent, sourceEvent } from './support/chain-harness.js';
+import { type ChainHarness, sourceEvent } from './support/chain-harness.js';
+import { startHostLookup, sweepFor, waitForSweep } from './support/sweep.js';
 import {
   conditionOf,
   createBareMetalHost,
@@ -31,12 +31,7 @@ describe('host-lookup waits for Metal3 (imitated status)', () => {
   let harness: ChainHarness;
 
   /** One sweep; the events it sent about Provisioning `name` (the others' are re-sends). */
-  const ping = (name: string) => async () => {
-    expect((await harness.deliver('host-lookup', pingEvent())).status).toBe(204);
-    return harness.collector
-      .drain()
-      .filter((event) => (event.data as { provisioning?: { name?: string } }).provisioning?.name === name);
-  };
+  const ping = (name: string) => sweepFor(() => harness, name);
   const provision = async (name: string, macs: string[]) => {
     const created = await createProvisioning(
       cluster.kubeConfig,
@@ -90,12 +85,7 @@ describe('host-lookup waits for Metal3 (imitated status)', () => {
       nics: nic(5, '10.30.0.5'),
       state: 'externally provisioned',
     });
-    harness = new ChainHarness(cluster.kubeConfig, {
-      BMH_NAMESPACE: namespace,
-      IP_SOURCES: 'nics',
-      SWEEP_NAMESPACES: namespace,
-    });
-    await harness.start([hostLookup]);
+    harness = await startHostLookup(cluster.kubeConfig, namespace);
   });
 
   afterAll(async () => {
@@ -197,21 +187,3 @@ describe('host-lookup waits for Metal3 (imitated status)', () => {
     );
   });
 });
-
-/**
- * Sweeps until `done` holds; returns the events the last sweep sent. The watched host index
- * takes a status write within milliseconds, but a sweep may run just before it does.
- */
-async function waitForSweep(
-  done: () => Promise<boolean>,
-  ping: () => Promise<{ type: string }[]>,
-): Promise<{ type: string }[]> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const sent = await ping();
-    if (await done()) return sent;
-    // Not done: nothing may have been sent.
-    expect(sent).toEqual([]);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error('the sweep never got there');
-}

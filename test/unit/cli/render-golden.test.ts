@@ -57,6 +57,7 @@ const failures: RenderCase[] = [
   { name: 'err-worker-ip-not-found', hosts },
   { name: 'err-isc-inactive', hosts, leases: 'dhcpd.leases' },
   { name: 'err-invalid-mac', hosts },
+  { name: 'err-preflight', hosts },
   { name: 'err-virtlet-ip-not-found', pods: 'pods.yaml' },
   { name: 'err-virtlet-not-virtlet', pods: 'pods.yaml' },
 ];

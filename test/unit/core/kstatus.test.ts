@@ -104,6 +104,7 @@ describe('catalogueStall over the whole catalogue', () => {
       'HostInUse',
       'HostProvisioningFailed',
       'ObjectConflict',
+      'PreflightFailed',
       'VmNamespacesNotConfigured',
     ]);
     for (const [reason, spec] of Object.entries(conditionReasons as Record<string, ReasonSpec>)) {

@@ -6,6 +6,9 @@ export const bpaGroup = { group: 'bpa.akraino.org', version: 'v1alpha1' } as con
 export interface NodeSpec {
   label: string;
   mac?: string | null;
+  /** What the node asks of its host (contract section 14, the preflight): cores, a quantity. */
+  cpu?: number;
+  memory?: string;
 }
 
 /** A Provisioning; `workers` entries with `mac: undefined` are written as `- <label>:` (null). */
@@ -19,8 +22,15 @@ export function provisioningObject(options: {
   podSubnet?: string;
   kudPlugins?: string[];
 }) {
-  const entry = ({ label, mac }: NodeSpec) => ({
-    [label]: mac === undefined ? null : { 'mac-address': mac },
+  const entry = ({ label, mac, cpu, memory }: NodeSpec) => ({
+    [label]:
+      mac === undefined
+        ? null
+        : {
+            'mac-address': mac,
+            ...(cpu === undefined ? {} : { cpu }),
+            ...(memory === undefined ? {} : { memory }),
+          },
   });
   return {
     apiVersion: 'bpa.akraino.org/v1alpha1',
@@ -135,6 +145,8 @@ export async function createBareMetalHost(
      */
     state?: string;
     error?: { type: string; message: string };
+    /** What inspection found: status.hardware.cpu.count and ramMebibytes (the preflight). */
+    hardware?: { cpus?: number; ramMebibytes?: number };
   },
 ) {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -174,7 +186,15 @@ export async function createBareMetalHost(
         poweredOn: true,
         provisioning: { ID: `id-${options.name}`, state: options.state ?? 'provisioned' },
         provisioningFailCount: 0,
-        hardware: { nics: options.nics ?? [] },
+        hardware: {
+          nics: options.nics ?? [],
+          ...(options.hardware?.cpus === undefined
+            ? {}
+            : { cpu: { arch: 'x86_64', count: options.hardware.cpus } }),
+          ...(options.hardware?.ramMebibytes === undefined
+            ? {}
+            : { ramMebibytes: options.hardware.ramMebibytes }),
+        },
       },
     },
   });
