@@ -9,7 +9,7 @@ import { startBroker, type DeliveryRecord, type KReference, type RunningBroker }
 import { repoRoot } from './control-plane/repo-root.js';
 import { startLiveView, type LiveView } from './live-view/server.js';
 import { connectApi, ensureNamespace, type StackApi } from './stack/api.js';
-import { firstFreePort } from './stack/free-port.js';
+import { firstFreePort } from './control-plane/free-port.js';
 import { functionNames, isFunctionName, type FunctionName } from './stack/function-names.js';
 import { startFunctions, type RunningFunction } from './stack/functions.js';
 import { openLogFile, type LogFile } from './stack/log-file.js';

@@ -6,7 +6,7 @@ import { startStack, type Stack, type StackOptions } from '../../local/stack.js'
 import { describeStackCluster, startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
 import { stackBanner } from '../../local/stack/banner.js';
 import { formatDeliveryLine } from '../../local/stack/delivery-line.js';
-import { firstFreePort } from '../../local/stack/free-port.js';
+import { firstFreePort } from '../../local/control-plane/free-port.js';
 import { startLiveView } from '../../local/live-view/server.js';
 import { createLogger } from '../../shared/log.js';
 import { KubeConfig } from '@kubernetes/client-node';

@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { shellQuote } from '../../functions/software-install/ssh/command.js';
+import { freePortOnAll } from '../control-plane/free-port.js';
 import {
   attachedNotice,
   startedNotice,
@@ -425,28 +426,6 @@ export function sshBanner(ip: string, port: number): Promise<boolean> {
     socket.once('error', () => done(false));
     socket.once('data', (data) => done(data.toString('latin1').startsWith('SSH-2.0-')));
   });
-}
-
-function canBind(ip: string, port: number): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(undefined));
-    server.listen({ host: ip, port, exclusive: true }, () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : undefined));
-    });
-  });
-}
-
-/** A port free on every one of the addresses (the lab's hosts share one). */
-export async function freePortOnAll(ips: readonly string[]): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = await canBind(ips[0] ?? '127.0.0.2', 0);
-    if (port === undefined) continue;
-    const free = await Promise.all(ips.slice(1).map((ip) => canBind(ip, port)));
-    if (free.every((p) => p === port)) return port;
-  }
-  throw new Error(`no port free on all of ${ips.join(', ')}`);
 }
 
 /** A login user for non-root tests: `/bin/sh`, unlocked for key auth with UsePAM no. */

@@ -20,7 +20,8 @@ import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } fro
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
-import { freePortOnAll, sshBanner } from '../../local/lab/openssh-hosts.js';
+import { sshBanner } from '../../local/lab/openssh-hosts.js';
+import { freePortOnAll } from '../../local/control-plane/free-port.js';
 
 const run = promisify(execFile);
 
