@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { CliCommand, CliIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { startLocalImageService, type LocalImageService } from '../../local/image-service.js';
-import { startStack, type Stack, type StackOptions } from '../../local/stack.js';
+import { startStack, type Stack, type StackOptions } from '../../local/stack/index.js';
 import { describeStackCluster, startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
 import { stackBanner } from '../../local/stack/banner.js';
 import { formatDeliveryLine } from '../../local/stack/delivery-line.js';

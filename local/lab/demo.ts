@@ -3,7 +3,7 @@ import type { DeliveryRecord } from '../broker/index.js';
 import { applyObject } from '../control-plane/apply.js';
 import { shippedFunctionsNamespace } from '../control-plane/tenant.js';
 import { startKnativeStack } from '../knative/stack.js';
-import { startStack, type Stack } from '../stack.js';
+import { startStack, type Stack } from '../stack/index.js';
 import { shortEventType } from '../stack/delivery-line.js';
 import { provisioningsResource, softwaresResource } from '../../shared/k8s/resources.js';
 import type { Condition } from '../../shared/schemas/kube.js';
