@@ -12,10 +12,10 @@
  * Only async child processes here: a blocking `ssh` call would freeze an ssh2 Server in the
  * same process.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { readdirSync, readFileSync, openSync, closeSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -27,6 +27,7 @@ import {
   newClientKey,
   sshdConfig,
   sshdPath,
+  spawnSshd,
   startOnOnePort,
   stopChild,
 } from './sshd-daemon.js';
@@ -241,12 +242,12 @@ async function startSshd(state: HostState, root: string, port: number, username:
       ],
     }),
   );
-  const log = openSync(join(state.dir, 'sshd.log'), 'a');
   const sshd = [sshdPath, '-D', '-e', '-f', configPath];
   // `ip netns exec` enters the namespace and execs sshd: the child's pid is sshd's.
-  const [command, ...args] = state.netns ? ['ip', 'netns', 'exec', state.netns, ...sshd] : sshd;
-  const child = spawn(command!, args, { stdio: ['ignore', log, log] });
-  closeSync(log);
+  const child = spawnSshd(
+    state.netns ? ['ip', 'netns', 'exec', state.netns, ...sshd] : sshd,
+    join(state.dir, 'sshd.log'),
+  );
   state.process = child;
   const ok = await greets(child, state.host.ip, port);
   if (!ok) await stopSshd(state);

@@ -5,9 +5,10 @@
  * by all of a lab's addresses. Only async child processes here: a blocking `ssh` call would
  * freeze an ssh2 Server in the same process.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { closeSync, openSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -75,6 +76,15 @@ export function sshdConfig(options: {
     'LogLevel VERBOSE',
     '',
   ].join('\n');
+}
+
+/** Spawns `argv` (`sshd -D`, or what execs it), its output appended to `logPath`. */
+export function spawnSshd(argv: readonly string[], logPath: string): ChildProcess {
+  const log = openSync(logPath, 'a');
+  const [command, ...args] = argv;
+  const child = spawn(command!, args, { stdio: ['ignore', log, log] });
+  closeSync(log);
+  return child;
 }
 
 /** True once `child` (an sshd) greets on ip:port within 15 s; false when it exits or never does. */

@@ -12,9 +12,9 @@
  * Needs root, overlayfs, util-linux (unshare, nsenter), openssh-server, and the cache
  * (scripts/prereqs.sh builds it).
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, openSync, closeSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -26,6 +26,7 @@ import {
   newClientKey,
   sshdConfig,
   sshdPath,
+  spawnSshd,
   startOnOnePort,
   stopChild,
 } from '../../local/lab/sshd-daemon.js';
@@ -172,11 +173,10 @@ async function startSshd(state: HostState, root: string, lower: string, port: nu
     `mount -t devpts -o newinstance,ptmxmode=0666 devpts ${merged}/dev/pts`,
     `exec ${sshdPath} -D -e -f ${configPath}`,
   ].join('\n');
-  const log = openSync(join(dir, 'sshd.log'), 'a');
-  const child = spawn('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', script], {
-    stdio: ['ignore', log, log],
-  });
-  closeSync(log);
+  const child = spawnSshd(
+    ['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', script],
+    join(dir, 'sshd.log'),
+  );
   state.process = child;
   const ok = await greets(child, state.host.ip, port);
   if (!ok) await stopSshd(state);
