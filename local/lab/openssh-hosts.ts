@@ -22,14 +22,13 @@ import { promisify } from 'node:util';
 import { behaviourScript, recorderScript, type SshHostBehaviour } from './recorder-scripts.js';
 import {
   generateSshKey,
-  greets,
   knownHostsName,
+  launchSshd,
   newClientKey,
-  sshdConfig,
   sshdPath,
-  spawnSshd,
   startOnOnePort,
   stopChild,
+  writeSshdConfig,
 } from './sshd-daemon.js';
 
 export type { SshHostBehaviour } from './recorder-scripts.js';
@@ -152,14 +151,10 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
 
   // A port free on every address; retried when another process takes it before sshd binds.
   const port = await startOnOnePort({
-    ips: states.map((s) => s.host.ip),
+    states,
     ...(options.port !== undefined ? { port: options.port } : {}),
-    start: async (port) =>
-      (await Promise.all(states.map((s) => startSshd(s, root, port, username)))).every(Boolean),
-    stopAll: async () => {
-      await Promise.all(states.map(stopSshd));
-    },
-    logs: () => Promise.all(states.map((s) => readFile(join(s.dir, 'sshd.log'), 'utf8').catch(() => ''))),
+    start: (state, port) => startSshd(state, root, port, username),
+    stop: stopSshd,
     what: 'sshd',
   });
 
@@ -226,32 +221,24 @@ async function startSshd(state: HostState, root: string, port: number, username:
     /^\S+ /,
     `${knownHostsName(state.host.ip, port)} `,
   );
-  const configPath = join(state.dir, 'sshd_config');
-  await writeFile(
-    configPath,
-    sshdConfig({
-      ip: state.host.ip,
-      port,
-      dir: state.dir,
-      authorizedKeysFile: join(root, 'authorized_keys'),
-      extra: [
-        `AllowUsers ${username}`,
-        'PubkeyAuthentication yes',
-        'AllowAgentForwarding no',
-        `ForceCommand ${join(root, 'recorder.sh')} ${state.dir}`,
-      ],
-    }),
-  );
+  const configPath = await writeSshdConfig(state, {
+    port,
+    authorizedKeysFile: join(root, 'authorized_keys'),
+    extra: [
+      `AllowUsers ${username}`,
+      'PubkeyAuthentication yes',
+      'AllowAgentForwarding no',
+      `ForceCommand ${join(root, 'recorder.sh')} ${state.dir}`,
+    ],
+  });
   const sshd = [sshdPath, '-D', '-e', '-f', configPath];
   // `ip netns exec` enters the namespace and execs sshd: the child's pid is sshd's.
-  const child = spawnSshd(
+  return launchSshd(
+    state,
     state.netns ? ['ip', 'netns', 'exec', state.netns, ...sshd] : sshd,
-    join(state.dir, 'sshd.log'),
+    port,
+    stopSshd,
   );
-  state.process = child;
-  const ok = await greets(child, state.host.ip, port);
-  if (!ok) await stopSshd(state);
-  return ok;
 }
 
 async function stopSshd(state: HostState): Promise<void> {

@@ -39,24 +39,29 @@ export async function newClientKey(root: string): Promise<{ privateKey: string; 
 /** The host name OpenSSH writes in known_hosts: `ip` on port 22, `[ip]:port` otherwise. */
 export const knownHostsName = (ip: string, port: number) => (port === 22 ? ip : `[${ip}]:${port}`);
 
+/** A host as these helpers see it: its address, its directory (keys, config, `sshd.log`), its sshd. */
+export interface SshdHostState {
+  host: { ip: string };
+  dir: string;
+  process?: ChildProcess;
+}
+
 /**
  * The sshd_config lines every host has: one address and port, its own host key and pid file,
  * key authentication only, no PAM, no TTY, no forwarding, room for many sessions at once (the
- * fan-out benchmark and load tests). `extra` adds the host kind's own lines.
+ * fan-out benchmark and load tests). `extra` adds the host kind's own lines. Written to
+ * `<dir>/sshd_config`: its path.
  */
-export function sshdConfig(options: {
-  ip: string;
-  port: number;
-  /** The directory with `host_ed25519_key`; `sshd.pid` goes there. */
-  dir: string;
-  authorizedKeysFile: string;
-  extra: readonly string[];
-}): string {
-  return [
-    `ListenAddress ${options.ip}`,
+export async function writeSshdConfig(
+  state: SshdHostState,
+  options: { port: number; authorizedKeysFile: string; extra: readonly string[] },
+): Promise<string> {
+  const path = join(state.dir, 'sshd_config');
+  const lines = [
+    `ListenAddress ${state.host.ip}`,
     `Port ${options.port}`,
-    `HostKey ${join(options.dir, 'host_ed25519_key')}`,
-    `PidFile ${join(options.dir, 'sshd.pid')}`,
+    `HostKey ${join(state.dir, 'host_ed25519_key')}`,
+    `PidFile ${join(state.dir, 'sshd.pid')}`,
     `AuthorizedKeysFile ${options.authorizedKeysFile}`,
     ...options.extra,
     'AuthenticationMethods publickey',
@@ -75,11 +80,13 @@ export function sshdConfig(options: {
     'MaxSessions 50',
     'LogLevel VERBOSE',
     '',
-  ].join('\n');
+  ];
+  await writeFile(path, lines.join('\n'));
+  return path;
 }
 
 /** Spawns `argv` (`sshd -D`, or what execs it), its output appended to `logPath`. */
-export function spawnSshd(argv: readonly string[], logPath: string): ChildProcess {
+function spawnSshd(argv: readonly string[], logPath: string): ChildProcess {
   const log = openSync(logPath, 'a');
   const [command, ...args] = argv;
   const child = spawn(command!, args, { stdio: ['ignore', log, log] });
@@ -88,7 +95,7 @@ export function spawnSshd(argv: readonly string[], logPath: string): ChildProces
 }
 
 /** True once `child` (an sshd) greets on ip:port within 15 s; false when it exits or never does. */
-export async function greets(child: ChildProcess, ip: string, port: number): Promise<boolean> {
+async function greets(child: ChildProcess, ip: string, port: number): Promise<boolean> {
   const exited = once(child, 'exit').then(() => false);
   const deadline = Date.now() + 15000;
   const greeted = (async () => {
@@ -112,26 +119,47 @@ export async function stopChild(child: ChildProcess | undefined): Promise<void> 
 }
 
 /**
- * Starts every host's sshd on one port: `port`, or one free on all of `ips`, picked again (up to
- * five times) when another process takes it before sshd binds. The port they run on.
+ * Spawns the host's sshd (`argv`: `sshd -D`, or what execs it; its log `<dir>/sshd.log`) and
+ * waits until it greets on `port`. When it exits or never greets, `stop` ends it: false.
  */
-export async function startOnOnePort(options: {
-  ips: readonly string[];
+export async function launchSshd<S extends SshdHostState>(
+  state: S,
+  argv: readonly string[],
+  port: number,
+  stop: (state: S) => Promise<void>,
+): Promise<boolean> {
+  const child = spawnSshd(argv, join(state.dir, 'sshd.log'));
+  state.process = child;
+  const ok = await greets(child, state.host.ip, port);
+  if (!ok) await stop(state);
+  return ok;
+}
+
+/**
+ * Starts every host's sshd on one port: `port`, or one free on all their addresses, picked again
+ * (up to five times) when another process takes it before sshd binds. The port they run on.
+ */
+export async function startOnOnePort<S extends SshdHostState>(options: {
+  states: readonly S[];
   port?: number;
-  /** Starts every host on `port`: true when each one greets. */
-  start(port: number): Promise<boolean>;
-  stopAll(): Promise<void>;
-  /** The hosts' sshd logs, for the error. */
-  logs(): Promise<string[]>;
+  /** Starts the host's sshd on `port`: true once it greets. */
+  start(state: S, port: number): Promise<boolean>;
+  stop(state: S): Promise<void>;
   /** What did not start, for the error: `sshd`. */
   what: string;
 }): Promise<number> {
+  const { states } = options;
   for (let attempt = 1; ; attempt++) {
-    const port = options.port ?? (await freePortOnAll(options.ips));
-    if (await options.start(port)) return port;
-    await options.stopAll();
-    if (attempt === 5 || options.port !== undefined)
-      throw new Error(`${options.what} did not start on port ${port}:\n${(await options.logs()).join('\n')}`);
+    const port = options.port ?? (await freePortOnAll(states.map((s) => s.host.ip)));
+    const started = await Promise.all(states.map((s) => options.start(s, port)));
+    if (started.every(Boolean)) return port;
+    await Promise.all(states.map((s) => options.stop(s)));
+    if (attempt === 5 || options.port !== undefined) {
+      const logs = await Promise.all(
+        states.map((s) => readFile(join(s.dir, 'sshd.log'), 'utf8').catch(() => '')),
+      );
+      throw new Error(`${options.what} did not start on port ${port}:\n${logs.join('\n')}`);
+    }
   }
 }
 

@@ -15,20 +15,19 @@
 import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
 import {
   generateSshKey,
-  greets,
   knownHostsName,
+  launchSshd,
   newClientKey,
-  sshdConfig,
   sshdPath,
-  spawnSshd,
   startOnOnePort,
   stopChild,
+  writeSshdConfig,
 } from '../../local/lab/sshd-daemon.js';
 
 const run = promisify(execFile);
@@ -124,13 +123,9 @@ export async function startDebianHosts(options: {
   }
 
   const port = await startOnOnePort({
-    ips: states.map((s) => s.host.ip),
-    start: async (port) =>
-      (await Promise.all(states.map((s) => startSshd(s, root, lower, port)))).every(Boolean),
-    stopAll: async () => {
-      await Promise.all(states.map(stopSshd));
-    },
-    logs: () => Promise.all(states.map((s) => readFile(join(s.dir, 'sshd.log'), 'utf8').catch(() => ''))),
+    states,
+    start: (state, port) => startSshd(state, root, lower, port),
+    stop: stopSshd,
     what: 'sshd in the Debian roots',
   });
   for (const state of states)
@@ -152,18 +147,12 @@ export async function startDebianHosts(options: {
 /** sshd in a new mount namespace where the host's overlay root and its /proc are mounted. */
 async function startSshd(state: HostState, root: string, lower: string, port: number): Promise<boolean> {
   state.host.port = port;
-  const configPath = join(state.dir, 'sshd_config');
-  await writeFile(
-    configPath,
-    sshdConfig({
-      ip: state.host.ip,
-      port,
-      dir: state.dir,
-      // Read before the chroot, from the host's file system.
-      authorizedKeysFile: join(root, 'authorized_keys'),
-      extra: [`ChrootDirectory ${state.merged}`, 'AllowUsers root'],
-    }),
-  );
+  const configPath = await writeSshdConfig(state, {
+    port,
+    // Read before the chroot, from the host's file system.
+    authorizedKeysFile: join(root, 'authorized_keys'),
+    extra: [`ChrootDirectory ${state.merged}`, 'AllowUsers root'],
+  });
   const { dir, merged } = state;
   const script = [
     'set -e',
@@ -173,14 +162,12 @@ async function startSshd(state: HostState, root: string, lower: string, port: nu
     `mount -t devpts -o newinstance,ptmxmode=0666 devpts ${merged}/dev/pts`,
     `exec ${sshdPath} -D -e -f ${configPath}`,
   ].join('\n');
-  const child = spawnSshd(
+  return launchSshd(
+    state,
     ['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', script],
-    join(dir, 'sshd.log'),
+    port,
+    stopSshd,
   );
-  state.process = child;
-  const ok = await greets(child, state.host.ip, port);
-  if (!ok) await stopSshd(state);
-  return ok;
 }
 
 async function stopSshd(state: HostState): Promise<void> {
