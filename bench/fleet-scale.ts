@@ -7,7 +7,7 @@ import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { createNamespace } from '../local/control-plane/namespaces.js';
 import { freeLoopbackPort } from '../local/control-plane/free-port.js';
 import { projectCrds, repoRoot, startControlPlane } from '../local/control-plane/index.js';
-import { startStack, stackBrokerName, stackNamespace } from '../local/stack.js';
+import { startStack, stackBrokerName, stackNamespace } from '../local/stack/index.js';
 import type { FunctionName } from '../local/stack/function-names.js';
 import { kubeClients, type KubeClients } from '../shared/k8s/clients.js';
 import { bareMetalHostsResource, provisioningsResource } from '../shared/k8s/resources.js';

@@ -1,13 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CloudEvent } from 'cloudevents';
 import { postEvent } from '../shared/cloudevents/sink-client.js';
 import { projectCrds, repoRoot, startControlPlane } from '../local/control-plane/index.js';
+import { freeLoopbackPort } from '../local/control-plane/free-port.js';
 import type { BenchModule } from './module.js';
 
 /**
@@ -27,18 +27,6 @@ const functionNames = ['host-lookup', 'inventory-render', 'kud-job-launch', 'sof
 const sweepers = new Set(['host-lookup', 'kud-job-launch', 'software-install']);
 const starts = 10;
 const unbundledStarts = 3;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function rssMiB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -101,7 +89,7 @@ function spawnFunction(entry: string, kubeconfig: string, port: number): ChildPr
 }
 
 async function coldStart(entry: string, kubeconfig: string): Promise<Start> {
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const started = performance.now();
   const child = spawnFunction(entry, kubeconfig, port);
   try {
@@ -154,7 +142,7 @@ export const functionsBench: BenchModule = {
       return;
     }
     const scratch = mkdtempSync(join(tmpdir(), 'bpa-bench-functions-'));
-    const closedPort = await freePort();
+    const closedPort = await freeLoopbackPort();
     const unusedKubeconfig = join(scratch, 'kubeconfig');
     writeFileSync(
       unusedKubeconfig,
@@ -206,7 +194,7 @@ export const functionsBench: BenchModule = {
       print('function          first ping (sweep, empty cluster)   RSS after ping');
       for (const [index, name] of functionNames.entries()) {
         if (!sweepers.has(name)) continue;
-        const port = await freePort();
+        const port = await freeLoopbackPort();
         const url = `http://127.0.0.1:${port}`;
         const child = spawnFunction(bundles[index]!, controlPlane.kubeconfigPath, port);
         try {

@@ -11,7 +11,7 @@ import { startKnativeStack } from '../local/knative/stack.js';
 import { applyLabBareMetalHosts } from '../local/lab/bare-metal-hosts.js';
 import { labHosts } from '../local/lab/lab-definition.js';
 import { renderIscLeaseFile } from '../local/lab/lease-file.js';
-import { startStack } from '../local/stack.js';
+import { startStack } from '../local/stack/index.js';
 import { startStackCluster } from '../local/stack/cluster.js';
 import {
   brokerIngressBase,

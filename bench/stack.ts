@@ -6,7 +6,7 @@ import { freeLoopbackPort } from '../local/control-plane/free-port.js';
 import { applyLabBareMetalHosts } from '../local/lab/bare-metal-hosts.js';
 import { labHosts } from '../local/lab/lab-definition.js';
 import { renderIscLeaseFile } from '../local/lab/lease-file.js';
-import { startStack } from '../local/stack.js';
+import { startStack } from '../local/stack/index.js';
 import { measureApplyToJob } from './apply-to-job.js';
 
 /**

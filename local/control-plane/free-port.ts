@@ -1,23 +1,29 @@
+/**
+ * The one free-port helper: the control plane, the stack, `bpa dev`, the labs, the tests and
+ * the bench all pick their ports here. The kernel (or a probe) finds the port, we release it
+ * and the caller binds it a moment later; a port is only free until someone binds it, so a
+ * caller that loses the race fails loudly on startup or retries.
+ */
 import { createServer } from 'node:net';
 
-/**
- * A TCP port that is free on 127.0.0.1 right now: the kernel picks it, we release it and the
- * caller binds it a moment later. Ports come from the ephemeral range, so a clash with another
- * process in that moment is unlikely; callers that lose the race fail loudly on startup.
- */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Binds `port` (0: any) on `host` and releases it: the port bound, or undefined when it could not. */
+function tryBind(host: string, port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.once('error', () => resolve(undefined));
+    server.listen({ host, port, exclusive: true }, () => {
       const address = server.address();
-      server.close(() => {
-        if (address && typeof address === 'object') resolve(address.port);
-        else reject(new Error('could not read the port the kernel picked'));
-      });
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : undefined));
     });
   });
+}
+
+/** A TCP port that is free on 127.0.0.1 right now (from the ephemeral range: the kernel picks it). */
+export async function freeLoopbackPort(): Promise<number> {
+  const port = await tryBind('127.0.0.1', 0);
+  if (port === undefined) throw new Error('could not bind a free port on 127.0.0.1');
+  return port;
 }
 
 /** `count` distinct free ports (each one is held until all are picked). */
@@ -25,4 +31,22 @@ export async function freeLoopbackPorts(count: number): Promise<number[]> {
   const ports = new Set<number>();
   while (ports.size < count) ports.add(await freeLoopbackPort());
   return [...ports];
+}
+
+/** The first port from `from` (inclusive) that is free on `host`, trying `span` ports. */
+export async function firstFreePort(host: string, from: number, span = 100): Promise<number> {
+  for (let port = from; port < from + span && port <= 65535; port++)
+    if ((await tryBind(host, port)) !== undefined) return port;
+  throw new Error(`no free port on ${host} between ${from} and ${from + span - 1}`);
+}
+
+/** A port free on every one of the addresses (a lab's hosts share one port). */
+export async function freePortOnAll(ips: readonly string[]): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = await tryBind(ips[0] ?? '127.0.0.1', 0);
+    if (port === undefined) continue;
+    const free = await Promise.all(ips.slice(1).map((ip) => tryBind(ip, port)));
+    if (free.every((p) => p === port)) return port;
+  }
+  throw new Error(`no port free on all of ${ips.join(', ')}`);
 }

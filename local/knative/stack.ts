@@ -176,7 +176,7 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
   });
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
   const rendered = servingOverlay(renderManifests(manifestsDir, options.config, options.components));
-  // As on the embedded engine (local/stack.ts): an extra object without a namespace goes where the
+  // As on the embedded engine (local/stack/index.ts): an extra object without a namespace goes where the
   // manifests' Broker is, not to `default` (where no Broker would serve a Trigger).
   const installNamespace = rendered.objects.find((o) => o.kind === 'Broker')?.metadata?.namespace;
   const extraObjects = (options.extraObjects ?? []).map((o) => ({

@@ -1,25 +1,23 @@
-import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
+import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { DeliveryRecord } from '../broker/index.js';
 import { applyObject } from '../control-plane/apply.js';
 import { shippedFunctionsNamespace } from '../control-plane/tenant.js';
-import { startKnativeStack } from '../knative/stack.js';
-import { startStack, type Stack } from '../stack.js';
 import { shortEventType } from '../stack/delivery-line.js';
-import { provisioningsResource, softwaresResource } from '../../shared/k8s/resources.js';
-import type { Condition } from '../../shared/schemas/kube.js';
-import type { HostResult } from '../../shared/events/types.js';
-import type { ResolvedNode } from '../../shared/schemas/node.js';
-import type { DemoOutput } from './demo-output.js';
-import { followConditions, type FollowedObject } from './follow-conditions.js';
-import { labCluster, labProvisioning, labSoftware } from './lab-definition.js';
-import { startLab, type Lab } from './lab.js';
-import { describeError } from '../../shared/errors.js';
-import { kudJobName } from '../../shared/core/names.js';
 import { describeStackCluster, startStackCluster, type StackCluster } from '../stack/cluster.js';
 import { startLocalImageService, type LocalImageService } from '../image-service.js';
+import { describeError } from '../../shared/errors.js';
+import { provisioningsResource, softwaresResource } from '../../shared/k8s/resources.js';
+import type { HostResult } from '../../shared/events/types.js';
+import type { ResolvedNode } from '../../shared/schemas/node.js';
 import { createLogger } from '../../shared/log.js';
-import { bareMetalHostsResource } from '../../shared/k8s/resources.js';
 import { demoImageFile, uploadDemoImage } from './demo-image.js';
+import type { DemoOutput } from './demo-output.js';
+import { startDemoEngine, type DemoStack } from './demo-engine.js';
+import { reportCondition, showHostImages, showKudLogs, table } from './demo-report.js';
+import { StepFailure, conditionTrue, observed, totalSteps, withTimeout } from './demo-steps.js';
+import { followConditions } from './follow-conditions.js';
+import { labCluster, labProvisioning, labSoftware } from './lab-definition.js';
+import { startLab, type Lab } from './lab.js';
 
 export interface DemoOptions {
   out: DemoOutput;
@@ -47,24 +45,6 @@ export interface DemoOptions {
   engine?: 'embedded' | 'knative';
 }
 
-/** The lab's settings for the functions, as bpa-config values (the functions run as pods there). */
-function knativeConfigOf(env: Record<string, string | undefined>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
-  );
-}
-
-/** What the later steps need of either engine. */
-interface DemoStack {
-  kubeConfig: Stack['kubeConfig'];
-  /** The Broker's ingress as this process reaches it (the image service posts there). */
-  ingressUrl: string;
-  /** Where to look: the live view, or what to run with kubectl. */
-  watchHint: string;
-  logFilePath?: string;
-  stop(): Promise<void>;
-}
-
 export interface DemoResult {
   ok: boolean;
   /** The step that failed, when one did. */
@@ -81,50 +61,6 @@ const defaultTimeouts = {
   software: 180_000,
   knative: 300_000,
 };
-const totalSteps = 6;
-
-class StepFailure extends Error {
-  constructor(
-    readonly step: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-async function withTimeout<T>(step: string, timeoutMs: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new StepFailure(step, `did not finish within ${Math.round(timeoutMs / 1000)} s`)),
-      timeoutMs,
-    );
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } catch (error) {
-    if (error instanceof StepFailure) throw error;
-    throw new StepFailure(step, describeError(error).message);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-const conditionTrue = (object: FollowedObject, type: string) =>
-  object.status?.conditions?.some((c) => c.type === type && c.status === 'True' && observed(c, object)) ??
-  false;
-const observed = (condition: Condition, object: FollowedObject) =>
-  condition.observedGeneration === undefined || condition.observedGeneration === object.metadata?.generation;
-
-function table(rows: string[][]): string[] {
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
-  return rows.map((row) =>
-    row
-      .map((cell, column) => cell.padEnd(widths[column]!))
-      .join('  ')
-      .trimEnd(),
-  );
-}
 
 /**
  * `bpa demo`: the one-machine cluster (control plane, Kubernetes' controllers, the node), a lab
@@ -200,76 +136,18 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     out.dim(`lease file ${lab.leaseFilePath}, known_hosts ${lab.knownHostsPath}`);
 
     const activeLab = lab;
-    const activeCluster = cluster;
-    if (engine === 'knative') {
-      if (!onNode)
-        throw new StepFailure(
-          'start Knative Eventing',
-          '--engine knative needs the node (root and network namespaces)',
-        );
-      out.step(3, totalSteps, 'Start real Knative Eventing and the functions on the node');
-      out.dim(
-        'Knative Eventing built from its Go modules, installed from its own config/; manifests/ applied, its Knative Services as Deployments (Serving cannot run here)',
-      );
-      await withTimeout(
-        'create the lab resources',
-        timeouts.lab,
-        activeLab.applyToCluster(activeCluster.kubeConfig),
-      );
-      const knative = await withTimeout(
-        'start Knative Eventing',
-        timeouts.knative,
-        startKnativeStack({
-          kubeConfig: activeCluster.kubeConfig,
-          config: knativeConfigOf(activeLab.functionsEnv),
-          log: (line) => out.dim(line),
-          timeoutMs: timeouts.knative,
-        }),
-      );
-      for (const note of knative.notes) out.dim(`serving overlay: ${note}`);
-      out.info(
-        `engine      Knative Eventing ${knative.install.version} (real), ${knative.ready.length} objects Ready`,
-      );
-      out.info(`broker      ${knative.ingressBase}/bpa-system/default`);
-      out.info(`kubeconfig  ${activeCluster.kubeconfigPath}`);
-      stack = {
-        kubeConfig: activeCluster.kubeConfig,
-        ingressUrl: `${knative.ingressBase}/bpa-system/default`,
-        watchHint: `kubectl --kubeconfig ${activeCluster.kubeconfigPath} get brokers,triggers,apiserversources,pingsources,pods -A`,
-        stop: async () => undefined,
-      };
-    } else {
-      out.step(3, totalSteps, 'Start the embedded stack');
-      out.dim('the embedded Knative broker, local sources, the four functions');
-      const embedded = await withTimeout(
-        'start the embedded stack',
-        timeouts.stack,
-        startStack({
-          kubeconfig: activeCluster.kubeconfigPath,
-          ...(options.port ? { port: options.port } : {}),
-          log: (line) => out.dim(line),
-          onDelivery: showEvent,
-          functionsEnv: activeLab.functionsEnv,
-          // The functions act as their ServiceAccounts of manifests/, as on a cluster.
-          serviceAccounts: { config: knativeConfigOf(activeLab.functionsEnv) },
-          // The sweep is not needed for a healthy run; keep it quiet unless it is.
-          pingIntervalMs: 60_000,
-        }),
-      );
-      out.info(`engine      embedded (the in-process broker and sources)`);
-      out.info(`broker      ${embedded.ingressUrl}`);
-      out.info(`live view   ${embedded.liveViewUrl}   (open it to watch the run)`);
-      out.info(`kubeconfig  ${embedded.kubeconfigPath}`);
-      out.info(`logs        ${embedded.logFilePath}`);
-      stack = {
-        kubeConfig: embedded.kubeConfig,
-        ingressUrl: embedded.ingressUrl,
-        watchHint: `live view ${embedded.liveViewUrl}`,
-        logFilePath: embedded.logFilePath,
-        stop: () => embedded.stop(),
-      };
+    stack = await startDemoEngine({
+      engine,
+      onNode,
+      cluster,
+      lab: activeLab,
+      out,
+      timeouts,
+      showEvent,
+      ...(options.port ? { port: options.port } : {}),
+    });
+    if (engine === 'embedded')
       await withTimeout('create the lab resources', timeouts.lab, activeLab.applyToCluster(stack.kubeConfig));
-    }
     const kubeConfig = stack.kubeConfig;
     out.ok(
       `namespace ${activeLab.namespace}: ${activeLab.hosts.length} BareMetalHosts (NICs in status), Secret ssh-key-secret`,
@@ -462,46 +340,4 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     await lab?.stop().catch(() => undefined);
     await cluster?.stop().catch(() => undefined);
   }
-}
-
-/** Each lab host's spec.image, as host-lookup wrote it from the Image the Provisioning names. */
-async function showHostImages(
-  out: DemoOutput,
-  kubeConfig: Stack['kubeConfig'],
-  namespace: string,
-  hosts: readonly string[],
-) {
-  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const rows = [['host', 'spec.image url', 'checksum (sha256)', 'format']];
-  for (const name of hosts) {
-    const host = (await custom
-      .getNamespacedCustomObject({ ...bareMetalHostsResource, namespace, name })
-      .catch(() => undefined)) as { spec?: { image?: Record<string, string> } } | undefined;
-    const image = host?.spec?.image;
-    rows.push([name, image?.url ?? '(none)', image?.checksum ?? '-', image?.format ?? '-']);
-  }
-  for (const line of table(rows)) out.info(line);
-}
-
-/** The KUD Job's pod output, as `kubectl logs -n bpa-system job/kud-<cluster>` shows it (the node serves it). */
-async function showKudLogs(out: DemoOutput, kubeConfig: Stack['kubeConfig'], namespace: string) {
-  const core = kubeConfig.makeApiClient(CoreV1Api);
-  const jobName = kudJobName(labCluster);
-  try {
-    const pods = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` });
-    const pod = pods.items.at(-1)?.metadata?.name;
-    if (!pod) return;
-    const text = await core.readNamespacedPodLog({ name: pod, namespace, container: 'kud' });
-    out.dim(`kubectl logs ${pod} (the KUD installer stand-in):`);
-    for (const line of String(text).trimEnd().split('\n')) out.dim(`  ${line}`);
-  } catch (error) {
-    out.dim(`no logs of Job ${jobName}: ${describeError(error).message}`);
-  }
-}
-
-function reportCondition(out: DemoOutput, condition: Condition): void {
-  const text = `${condition.type}=${condition.status}  ${condition.reason ?? ''}${condition.message ? `: ${condition.message}` : ''}`;
-  if (condition.status === 'True') out.ok(text);
-  else if (condition.status === 'False') out.fail(text);
-  else out.info(`… ${text}`);
 }

@@ -12,38 +12,29 @@
  * Only async child processes here: a blocking `ssh` call would freeze an ssh2 Server in the
  * same process.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { readdirSync, readFileSync, openSync, closeSync } from 'node:fs';
-import net from 'node:net';
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { shellQuote } from '../../functions/software-install/ssh/command.js';
+import { behaviourScript, recorderScript, type SshHostBehaviour } from './recorder-scripts.js';
 import {
-  attachedNotice,
-  startedNotice,
-  statusPrefix,
-} from '../../functions/software-install/ssh/detached.js';
+  generateSshKey,
+  knownHostsName,
+  launchSshd,
+  newClientKey,
+  sshdPath,
+  startOnOnePort,
+  stopChild,
+  writeSshdConfig,
+} from './sshd-daemon.js';
+
+export type { SshHostBehaviour } from './recorder-scripts.js';
+export { sshBanner } from './sshd-daemon.js';
 
 const run = promisify(execFile);
-const sshdPath = '/usr/sbin/sshd';
-
-export type SshHostBehaviour =
-  /** Print a little apt-like output and exit 0. */
-  | { kind: 'succeed' }
-  /** Print `stderr` on stderr and exit with `exitCode`. */
-  | { kind: 'fail'; exitCode: number; stderr: string }
-  /** Accept the session and never answer within `seconds` (a hung host). */
-  | { kind: 'hang'; seconds: number }
-  /** Sleep `seconds`, then exit 0 (the fan-out benchmark's one-second command). */
-  | { kind: 'slow'; seconds: number }
-  /** Run the command for real, as the login user (Ansible's ping module needs a real Python). */
-  | { kind: 'shell' }
-  /** The demo lab: apt-get commands recorded and answered with marked output, others run for real. */
-  | { kind: 'lab' };
 
 /** Default login user of the test hosts (not root: see StartSshHostsOptions.username). */
 export const testSshUser = 'bpa-ssh-test';
@@ -117,20 +108,7 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
   const root = await mkdtemp(join(tmpdir(), 'bpa-sshd-'));
   // Non-root sessions read authorized_keys and write their records here.
   await chmod(root, 0o755);
-  await run('ssh-keygen', [
-    '-q',
-    '-t',
-    'ed25519',
-    '-N',
-    '',
-    '-C',
-    'bpa-test-client',
-    '-f',
-    join(root, 'client_key'),
-  ]);
-  const privateKey = await readFile(join(root, 'client_key'), 'utf8');
-  const publicKey = (await readFile(join(root, 'client_key.pub'), 'utf8')).trim();
-  await writeFile(join(root, 'authorized_keys'), publicKey + '\n', { mode: 0o644 });
+  const { privateKey, publicKey } = await newClientKey(root);
   await writeFile(join(root, 'recorder.sh'), recorderScript, { mode: 0o755 });
 
   const firstAddress = options.firstAddress ?? 2;
@@ -172,19 +150,13 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
   };
 
   // A port free on every address; retried when another process takes it before sshd binds.
-  let port = 0;
-  for (let attempt = 1; ; attempt++) {
-    port = options.port ?? (await freePortOnAll(states.map((s) => s.host.ip)));
-    const started = await Promise.all(states.map((s) => startSshd(s, root, port, username)));
-    if (started.every(Boolean)) break;
-    await Promise.all(states.map(stopSshd));
-    if (attempt === 5 || options.port !== undefined) {
-      const logs = await Promise.all(
-        states.map((s) => readFile(join(s.dir, 'sshd.log'), 'utf8').catch(() => '')),
-      );
-      throw new Error(`sshd did not start on port ${port}:\n${logs.join('\n')}`);
-    }
-  }
+  const port = await startOnOnePort({
+    states,
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    start: (state, port) => startSshd(state, root, port, username),
+    stop: stopSshd,
+    what: 'sshd',
+  });
 
   return {
     hosts: states.map((s) => s.host),
@@ -216,78 +188,6 @@ export async function startSshHosts(options: StartSshHostsOptions): Promise<SshH
   };
 }
 
-/**
- * The installer's detached protocol (functions/software-install/ssh/detached.ts), spoken by
- * behaviour hosts: the start command is recorded (polls are not: a test counts installs) and the
- * behaviour runs as the detached install would, in the background, its output and exit status in
- * files of `installs/<id>`; a poll answers from them like the real poll script. The same id still
- * running is attached to, as on a real host. A `hang` host answers no session at all, start or
- * poll, as a hung host would. Runs before the recorder's own lines; the commands
- * are the installer's own single-quoted words, so `eval set --` splits them as sh would.
- */
-const detachedInstallEmulation = `grep -q 'exec sleep' "$host_dir/behaviour.sh" || case $SSH_ORIGINAL_COMMAND in
-*"${statusPrefix}"*|*"${startedNotice}"*)
-  eval "set -- $SSH_ORIGINAL_COMMAND"
-  while [ $# -gt 0 ] && [ "$1" != -c ]; do shift; done
-  inst="$host_dir/installs/$4"
-  case $SSH_ORIGINAL_COMMAND in
-  *"${startedNotice}"*) ;;
-  *)
-    if [ -f "$inst/exit" ]; then st="exit $(cat "$inst/exit")"; elif [ -d "$inst" ]; then st=running; else st=missing; fi
-    tail -n 19 "$inst/out" 2> /dev/null; tail -n 20 "$inst/err" >&2 2> /dev/null
-    echo "${statusPrefix}$st"; exit 0 ;;
-  esac
-  record="$host_dir/commands/$(date +%s%N).$$"
-  printf '%s' "$SSH_ORIGINAL_COMMAND" > "$record.tmp" && mv "$record.tmp" "$record.cmd"
-  if [ -d "$inst" ] && [ ! -f "$inst/exit" ]; then echo "${attachedNotice} ($inst)"; exit 0; fi
-  rm -rf "$inst" && mkdir -p "$inst"
-  export host_dir
-  ( sh "$host_dir/behaviour.sh" < /dev/null > "$inst/out" 2> "$inst/err"; echo $? > "$inst/exit.tmp"; mv "$inst/exit.tmp" "$inst/exit" ) < /dev/null > /dev/null 2>&1 &
-  echo "${startedNotice} ($inst)"; exit 0 ;;
-esac`;
-
-/**
- * ForceCommand: `recorder.sh <host dir>`. One file per session, named so that a plain sort is
- * the order of arrival; written completely (tmp + mv) before the behaviour runs, so the record
- * exists by the time a client sees the exit status.
- */
-const recorderScript = `#!/bin/sh
-host_dir=$1
-${detachedInstallEmulation}
-record="$host_dir/commands/$(date +%s%N).$$"
-printf '%s' "$SSH_ORIGINAL_COMMAND" > "$record.tmp" && mv "$record.tmp" "$record.cmd"
-. "$host_dir/behaviour.sh"
-`;
-
-function behaviourScript(behaviour: SshHostBehaviour): string {
-  switch (behaviour.kind) {
-    case 'succeed':
-      return "printf 'Reading package lists...\\nSetting up packages (recorded, not installed)\\n'\nexit 0\n";
-    case 'fail':
-      return `printf '%s\\n' ${shellQuote(behaviour.stderr)} >&2\nexit ${Math.trunc(behaviour.exitCode)}\n`;
-    case 'hang':
-      // The pid file lets stopAll end sessions whose client has long gone.
-      return `echo $$ > "$host_dir/pids/$$"\nexec sleep ${Math.trunc(behaviour.seconds)}\n`;
-    case 'slow':
-      return `sleep ${behaviour.seconds}\nexit 0\n`;
-    case 'shell':
-      return 'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n';
-    case 'lab':
-      return [
-        'case $SSH_ORIGINAL_COMMAND in',
-        '  *apt-get*)',
-        // SSH_CONNECTION: client address, client port, server address, server port.
-        '    set -- $SSH_CONNECTION',
-        `    printf '[bpa demo lab host %s: apt-get recorded, NOT run; nothing is installed]\\n' "$3"`,
-        "    printf 'Reading package lists... Done\\nSetting up packages (recorded, not installed)\\n'",
-        '    exit 0 ;;',
-        'esac',
-        'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"',
-        '',
-      ].join('\n');
-  }
-}
-
 async function writeBehaviour(state: HostState, behaviour: SshHostBehaviour): Promise<void> {
   const path = join(state.dir, 'behaviour.sh');
   await writeFile(path + '.tmp', behaviourScript(behaviour), { mode: 0o644 });
@@ -305,54 +205,13 @@ async function newHostKey(state: HostState): Promise<void> {
   const keyPath = join(state.dir, 'host_ed25519_key');
   await rm(keyPath, { force: true });
   await rm(keyPath + '.pub', { force: true });
-  await run('ssh-keygen', [
-    '-q',
-    '-t',
-    'ed25519',
-    '-N',
-    '',
-    '-C',
-    `bpa-test-host-${state.index}`,
-    '-f',
-    keyPath,
-  ]);
+  await generateSshKey(keyPath, `bpa-test-host-${state.index}`);
   const { stdout } = await run('ssh-keygen', ['-l', '-E', 'sha256', '-f', keyPath + '.pub']);
   const fingerprint = stdout.split(' ')[1];
   if (!fingerprint?.startsWith('SHA256:')) throw new Error(`unexpected ssh-keygen -l output: ${stdout}`);
   state.host.hostKeyFingerprint = fingerprint;
   const [type, blob] = (await readFile(keyPath + '.pub', 'utf8')).trim().split(' ');
   state.host.knownHostsLine = `${knownHostsName(state.host.ip, state.host.port)} ${type} ${blob}`;
-}
-
-function sshdConfig(state: HostState, root: string, port: number, username: string): string {
-  return [
-    `ListenAddress ${state.host.ip}`,
-    `Port ${port}`,
-    `HostKey ${join(state.dir, 'host_ed25519_key')}`,
-    `PidFile ${join(state.dir, 'sshd.pid')}`,
-    `AuthorizedKeysFile ${join(root, 'authorized_keys')}`,
-    `AllowUsers ${username}`,
-    'AuthenticationMethods publickey',
-    'PubkeyAuthentication yes',
-    'PasswordAuthentication no',
-    'KbdInteractiveAuthentication no',
-    'UsePAM no',
-    'StrictModes no',
-    'PermitRootLogin prohibit-password',
-    'UseDNS no',
-    'PrintMotd no',
-    'PrintLastLog no',
-    'PermitTTY no',
-    'X11Forwarding no',
-    'AllowTcpForwarding no',
-    'AllowAgentForwarding no',
-    // The fan-out benchmark and load tests open many sessions at once.
-    'MaxStartups 200',
-    'MaxSessions 50',
-    'LogLevel VERBOSE',
-    `ForceCommand ${join(root, 'recorder.sh')} ${state.dir}`,
-    '',
-  ].join('\n');
 }
 
 /** Starts the host's sshd and waits until it greets; false when it could not bind or start. */
@@ -362,38 +221,30 @@ async function startSshd(state: HostState, root: string, port: number, username:
     /^\S+ /,
     `${knownHostsName(state.host.ip, port)} `,
   );
-  const configPath = join(state.dir, 'sshd_config');
-  await writeFile(configPath, sshdConfig(state, root, port, username));
-  const log = openSync(join(state.dir, 'sshd.log'), 'a');
+  const configPath = await writeSshdConfig(state, {
+    port,
+    authorizedKeysFile: join(root, 'authorized_keys'),
+    extra: [
+      `AllowUsers ${username}`,
+      'PubkeyAuthentication yes',
+      'AllowAgentForwarding no',
+      `ForceCommand ${join(root, 'recorder.sh')} ${state.dir}`,
+    ],
+  });
   const sshd = [sshdPath, '-D', '-e', '-f', configPath];
   // `ip netns exec` enters the namespace and execs sshd: the child's pid is sshd's.
-  const [command, ...args] = state.netns ? ['ip', 'netns', 'exec', state.netns, ...sshd] : sshd;
-  const child = spawn(command!, args, { stdio: ['ignore', log, log] });
-  closeSync(log);
-  state.process = child;
-  const exited = once(child, 'exit').then(() => false);
-  const deadline = Date.now() + 15000;
-  const greeted = (async () => {
-    while (Date.now() < deadline && child.exitCode === null && child.signalCode === null) {
-      if (await sshBanner(state.host.ip, port)) return true;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return false;
-  })();
-  const ok = await Promise.race([exited, greeted]);
-  if (!ok) await stopSshd(state);
-  return ok;
+  return launchSshd(
+    state,
+    state.netns ? ['ip', 'netns', 'exec', state.netns, ...sshd] : sshd,
+    port,
+    stopSshd,
+  );
 }
 
 async function stopSshd(state: HostState): Promise<void> {
   const child = state.process;
   state.process = undefined;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
+  await stopChild(child);
 }
 
 /** Sessions left sleeping by a `hang` behaviour (their sshd session processes go with them). */
@@ -408,45 +259,6 @@ async function killLeftoverSessions(state: HostState): Promise<void> {
       // Already gone.
     }
   }
-}
-
-/** The host name OpenSSH writes in known_hosts: `ip` on port 22, `[ip]:port` otherwise. */
-const knownHostsName = (ip: string, port: number) => (port === 22 ? ip : `[${ip}]:${port}`);
-
-/** True when an SSH server greets on ip:port. */
-export function sshBanner(ip: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: ip, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(2000, () => done(false));
-    socket.once('error', () => done(false));
-    socket.once('data', (data) => done(data.toString('latin1').startsWith('SSH-2.0-')));
-  });
-}
-
-function canBind(ip: string, port: number): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(undefined));
-    server.listen({ host: ip, port, exclusive: true }, () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : undefined));
-    });
-  });
-}
-
-/** A port free on every one of the addresses (the lab's hosts share one). */
-export async function freePortOnAll(ips: readonly string[]): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = await canBind(ips[0] ?? '127.0.0.2', 0);
-    if (port === undefined) continue;
-    const free = await Promise.all(ips.slice(1).map((ip) => canBind(ip, port)));
-    if (free.every((p) => p === port)) return port;
-  }
-  throw new Error(`no port free on all of ${ips.join(', ')}`);
 }
 
 /** A login user for non-root tests: `/bin/sh`, unlocked for key auth with UsePAM no. */

@@ -7,12 +7,12 @@
  * Only the no-root fallback (`bpa demo --no-node`) uses it. With the node the demo's hosts are
  * real OpenSSH sshd daemons (local/lab/openssh-hosts.ts), and so are the tests' hosts.
  */
-import { createServer } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import ssh2 from 'ssh2';
 import type { AuthContext, Connection, ParsedKey, Server as SshServer } from 'ssh2';
 import type { Logger } from '../../shared/log.js';
 import { silentLogger } from '../../shared/log.js';
+import { freePortOnAll } from '../control-plane/free-port.js';
 import { sha256Fingerprint } from '../../functions/software-install/ssh/known-hosts.js';
 import { startedNotice, statusPrefix } from '../../functions/software-install/ssh/detached.js';
 
@@ -220,25 +220,4 @@ function parsePublicKey(line: string): ParsedKey {
 function sameKey(algo: string, data: Buffer, authorized: ParsedKey): boolean {
   const expected = authorized.getPublicSSH();
   return algo === authorized.type && data.length === expected.length && timingSafeEqual(data, expected);
-}
-
-function canBind(ip: string, port: number): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(undefined));
-    server.listen({ host: ip, port, exclusive: true }, () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : undefined));
-    });
-  });
-}
-
-async function freePortOnAll(ips: readonly string[]): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = await canBind(ips[0] ?? '127.0.0.1', 0);
-    if (port === undefined) continue;
-    const free = await Promise.all(ips.slice(1).map((ip) => canBind(ip, port)));
-    if (free.every((p) => p === port)) return port;
-  }
-  throw new Error(`simulated SSH lab: no port free on all of ${ips.join(', ')}`);
 }

@@ -1,4 +1,4 @@
-import type { Stack } from '../stack.js';
+import type { Stack } from './index.js';
 
 /** The start-up summary: where everything listens and where to look. */
 export function stackBanner(stack: Stack): string {

@@ -22,7 +22,7 @@ import { CloudEvent, HTTP } from 'cloudevents';
 import { liveViewPage } from '../../local/live-view/page.js';
 import { startLiveView } from '../../local/live-view/server.js';
 import { silentLogger } from '../../shared/log.js';
-import { startStack, type Stack } from '../../local/stack.js';
+import { startStack, type Stack } from '../../local/stack/index.js';
 
 const chromiumPath = '/usr/bin/chromium';
 const namespace = 'live-view-e2e';

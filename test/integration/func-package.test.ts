@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventTypes } from '../../shared/events/types.js';
+import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
 import { useTestCluster } from '../support/cluster.js';
 import {
   conditionOf,
@@ -24,15 +24,6 @@ import {
 const cluster = useTestCluster();
 const repository = fileURLToPath(new URL('../..', import.meta.url));
 const context = join(repository, 'functions/host-lookup');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const address = server.address();
-  await new Promise<void>((done) => server.close(() => done()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 async function waitUntilReady(url: string, runtime: ChildProcess, output: () => string): Promise<void> {
   for (;;) {
@@ -87,7 +78,7 @@ describe('func package: host-lookup under faas-js-runtime', () => {
     expect(Object.keys(dependencies).sort()).toEqual([...new Set(external)].sort());
     for (const [name, version] of Object.entries(dependencies))
       expect([name, version]).toEqual([name, rootPackage.dependencies[name]]);
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     url = `http://127.0.0.1:${port}`;
     runtime = spawn(
       process.execPath,

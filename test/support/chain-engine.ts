@@ -1,6 +1,6 @@
 /**
  * The chain suites on both engines (test/integration/chain/, issue 14 item 4): one body, run once
- * on the embedded engine (local/stack.ts: the in-process broker and sources, the functions in the
+ * on the embedded engine (local/stack/index.ts: the in-process broker and sources, the functions in the
  * test process) and once on real Knative Eventing (local/knative/stack.ts: Knative built from its
  * Go modules, the functions as pods from manifests/), each on a one-machine cluster of its own.
  * A suite drives the chain only as a user does: objects through the API server (kubectl,
@@ -43,7 +43,7 @@ import { serviceAccountJwksInCluster } from '../../local/control-plane/control-p
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
 import { startKnativeStack } from '../../local/knative/stack.js';
-import { startStack, stackBrokerName, stackNamespace, type Stack } from '../../local/stack.js';
+import { startStack, stackBrokerName, stackNamespace, type Stack } from '../../local/stack/index.js';
 import { startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
 import type { FunctionName } from '../../local/stack/function-names.js';
 import { kudMultiClusterPath } from '../../shared/core/kud-job.js';

@@ -12,15 +12,23 @@
  * Needs root, overlayfs, util-linux (unshare, nsenter), openssh-server, and the cache
  * (scripts/prereqs.sh builds it).
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync, openSync, closeSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, readdir, readlink, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
-import { freePortOnAll, sshBanner } from '../../local/lab/openssh-hosts.js';
+import {
+  generateSshKey,
+  knownHostsName,
+  launchSshd,
+  newClientKey,
+  sshdPath,
+  startOnOnePort,
+  stopChild,
+  writeSshdConfig,
+} from '../../local/lab/sshd-daemon.js';
 
 const run = promisify(execFile);
 
@@ -83,21 +91,7 @@ export async function startDebianHosts(options: {
   await mkdir(runDir, { recursive: true, mode: 0o755 });
   const root = await mkdtemp(join(runDir, 'lab-'));
   await chmod(root, 0o755);
-  await run('ssh-keygen', [
-    '-q',
-    '-t',
-    'ed25519',
-    '-N',
-    '',
-    '-C',
-    'bpa-test-client',
-    '-f',
-    join(root, 'client_key'),
-  ]);
-  const privateKey = await readFile(join(root, 'client_key'), 'utf8');
-  await writeFile(join(root, 'authorized_keys'), await readFile(join(root, 'client_key.pub')), {
-    mode: 0o644,
-  });
+  const { privateKey } = await newClientKey(root);
 
   const first = options.firstAddress ?? 2;
   const states: HostState[] = [];
@@ -108,17 +102,7 @@ export async function startDebianHosts(options: {
     for (const sub of ['upper', 'work', 'merged'])
       await mkdir(join(dir, sub), { recursive: true, mode: 0o755 });
     const keyPath = join(dir, 'host_ed25519_key');
-    await run('ssh-keygen', [
-      '-q',
-      '-t',
-      'ed25519',
-      '-N',
-      '',
-      '-C',
-      `bpa-debian-host-${index}`,
-      '-f',
-      keyPath,
-    ]);
+    await generateSshKey(keyPath, `bpa-debian-host-${index}`);
     const [type, blob] = (await readFile(keyPath + '.pub', 'utf8')).trim().split(' ');
     const state: HostState = {
       dir,
@@ -138,21 +122,14 @@ export async function startDebianHosts(options: {
     states.push(state);
   }
 
-  let port = 0;
-  for (let attempt = 1; ; attempt++) {
-    port = await freePortOnAll(states.map((s) => s.host.ip));
-    const started = await Promise.all(states.map((s) => startSshd(s, root, lower, port)));
-    if (started.every(Boolean)) break;
-    await Promise.all(states.map(stopSshd));
-    if (attempt === 5) {
-      const logs = await Promise.all(
-        states.map((s) => readFile(join(s.dir, 'sshd.log'), 'utf8').catch(() => '')),
-      );
-      throw new Error(`sshd in the Debian roots did not start on port ${port}:\n${logs.join('\n')}`);
-    }
-  }
+  const port = await startOnOnePort({
+    states,
+    start: (state, port) => startSshd(state, root, lower, port),
+    stop: stopSshd,
+    what: 'sshd in the Debian roots',
+  });
   for (const state of states)
-    state.host.knownHostsLine = `[${state.host.ip}]:${port} ${state.host.knownHostsLine.split(' ').slice(-2).join(' ')}`;
+    state.host.knownHostsLine = `${knownHostsName(state.host.ip, port)} ${state.host.knownHostsLine.split(' ').slice(-2).join(' ')}`;
 
   return {
     hosts: states.map((s) => s.host),
@@ -167,40 +144,15 @@ export async function startDebianHosts(options: {
   };
 }
 
-function sshdConfig(state: HostState, root: string, port: number): string {
-  return [
-    `ListenAddress ${state.host.ip}`,
-    `Port ${port}`,
-    `HostKey ${join(state.dir, 'host_ed25519_key')}`,
-    `PidFile ${join(state.dir, 'sshd.pid')}`,
-    // Read before the chroot, from the host's file system.
-    `AuthorizedKeysFile ${join(root, 'authorized_keys')}`,
-    `ChrootDirectory ${state.merged}`,
-    'AllowUsers root',
-    'PermitRootLogin prohibit-password',
-    'AuthenticationMethods publickey',
-    'PasswordAuthentication no',
-    'KbdInteractiveAuthentication no',
-    'UsePAM no',
-    'StrictModes no',
-    'UseDNS no',
-    'PrintMotd no',
-    'PrintLastLog no',
-    'PermitTTY no',
-    'X11Forwarding no',
-    'AllowTcpForwarding no',
-    'MaxStartups 200',
-    'MaxSessions 50',
-    'LogLevel VERBOSE',
-    '',
-  ].join('\n');
-}
-
 /** sshd in a new mount namespace where the host's overlay root and its /proc are mounted. */
 async function startSshd(state: HostState, root: string, lower: string, port: number): Promise<boolean> {
   state.host.port = port;
-  const configPath = join(state.dir, 'sshd_config');
-  await writeFile(configPath, sshdConfig(state, root, port));
+  const configPath = await writeSshdConfig(state, {
+    port,
+    // Read before the chroot, from the host's file system.
+    authorizedKeysFile: join(root, 'authorized_keys'),
+    extra: [`ChrootDirectory ${state.merged}`, 'AllowUsers root'],
+  });
   const { dir, merged } = state;
   const script = [
     'set -e',
@@ -208,26 +160,14 @@ async function startSshd(state: HostState, root: string, lower: string, port: nu
     `mount -t proc proc ${merged}/proc`,
     // dpkg's terminal log wants a pty (the root's own devpts instance, not the machine's).
     `mount -t devpts -o newinstance,ptmxmode=0666 devpts ${merged}/dev/pts`,
-    `exec /usr/sbin/sshd -D -e -f ${configPath}`,
+    `exec ${sshdPath} -D -e -f ${configPath}`,
   ].join('\n');
-  const log = openSync(join(dir, 'sshd.log'), 'a');
-  const child = spawn('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', script], {
-    stdio: ['ignore', log, log],
-  });
-  closeSync(log);
-  state.process = child;
-  const exited = once(child, 'exit').then(() => false);
-  const deadline = Date.now() + 15000;
-  const greeted = (async () => {
-    while (Date.now() < deadline && child.exitCode === null && child.signalCode === null) {
-      if (await sshBanner(state.host.ip, port)) return true;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return false;
-  })();
-  const ok = await Promise.race([exited, greeted]);
-  if (!ok) await stopSshd(state);
-  return ok;
+  return launchSshd(
+    state,
+    ['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', script],
+    port,
+    stopSshd,
+  );
 }
 
 async function stopSshd(state: HostState): Promise<void> {
@@ -236,11 +176,7 @@ async function stopSshd(state: HostState): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   // Sessions (apt, dpkg) left running in the namespace would keep its mounts alive.
   for (const { pid } of await processesIn(state)) if (pid !== child.pid) killQuietly(pid);
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
+  await stopChild(child);
 }
 
 function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {

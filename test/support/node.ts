@@ -27,7 +27,7 @@ import {
 import { applyLabBareMetalHosts } from '../../local/lab/bare-metal-hosts.js';
 import type { LabHost } from '../../local/lab/lab-definition.js';
 import { renderIscLeaseFile } from '../../local/lab/lease-file.js';
-import { startStack, type Stack } from '../../local/stack.js';
+import { startStack, type Stack } from '../../local/stack/index.js';
 import type { StackCluster } from '../../local/stack/cluster.js';
 import { defaultSshKeySecret, kudMultiClusterPath } from '../../shared/core/kud-job.js';
 import { testEnv } from './control-plane-env.js';

@@ -41,7 +41,7 @@ import { promisify } from 'node:util';
 import { afterAll, expect, it } from '@jest/globals';
 import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
 import { waitFor } from '../../../local/control-plane/index.js';
-import { stackNamespace } from '../../../local/stack.js';
+import { stackNamespace } from '../../../local/stack/index.js';
 import {
   describeOnEngines,
   useChainEngine,

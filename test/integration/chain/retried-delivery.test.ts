@@ -30,7 +30,7 @@ import { BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node
 import { repoRoot } from '../../../local/control-plane/repo-root.js';
 import { waitFor } from '../../../local/control-plane/wait.js';
 import { knativeNamespace } from '../../../local/knative/install.js';
-import { stackNamespace } from '../../../local/stack.js';
+import { stackNamespace } from '../../../local/stack/index.js';
 import { kudJobName } from '../../../shared/core/names.js';
 import { EventTypes } from '../../../shared/events/types.js';
 import {

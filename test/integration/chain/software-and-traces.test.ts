@@ -54,7 +54,7 @@ import {
 import { startLab, type Lab } from '../../../local/lab/lab.js';
 import { labHosts, labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
-import { stackBrokerName, stackNamespace } from '../../../local/stack.js';
+import { stackBrokerName, stackNamespace } from '../../../local/stack/index.js';
 import { packageSpecsFromItems, packageWord } from '../../../functions/software-install/ssh/command.js';
 import { startCommand } from '../../../functions/software-install/ssh/detached.js';
 import { decodeHttpEvent, encodeBinary, type RawEvent } from '../../../shared/cloudevents/http-codec.js';

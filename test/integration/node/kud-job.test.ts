@@ -26,7 +26,7 @@ import { applyObject, isStatus, waitFor } from '../../../local/control-plane/ind
 import type { LabHost } from '../../../local/lab/lab-definition.js';
 import { createLabNetwork, type LabNetwork } from '../../../local/lab/lab-network.js';
 import { startSshHosts, type SshHosts } from '../../../local/lab/openssh-hosts.js';
-import type { Stack } from '../../../local/stack.js';
+import type { Stack } from '../../../local/stack/index.js';
 import { startStackCluster, type StackCluster } from '../../../local/stack/cluster.js';
 import { startNodeLabStack } from '../../support/node.js';
 

@@ -39,7 +39,7 @@ import { startLab, type Lab } from '../../../local/lab/lab.js';
 import { labProvisioning, labSoftware } from '../../../local/lab/lab-definition.js';
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
 import { makePingEvent } from '../../../local/sources/ping-source.js';
-import { stackNamespace, startStack, type Stack } from '../../../local/stack.js';
+import { stackNamespace, startStack, type Stack } from '../../../local/stack/index.js';
 import { EventTypes, SourceEventTypes } from '../../../shared/events/types.js';
 import { traceIdOf } from '../../../shared/telemetry/tracing.js';
 import { useNodeCluster } from '../../support/node-cluster.js';

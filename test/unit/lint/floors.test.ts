@@ -39,12 +39,12 @@ async function floorErrors(file: string, specifier: string, form: Form = 'import
 const forbidden: [string, string][] = [
   ['shared/errors-probe.ts', '../functions/host-lookup/index.js'],
   ['shared/k8s/probe.ts', '../../functions/host-lookup/index.js'],
-  ['shared/k8s/probe.ts', '../../local/stack.js'],
+  ['shared/k8s/probe.ts', '../../local/stack/index.js'],
   ['shared/k8s/probe.ts', '../../cli/main.js'],
   ['shared/k8s/probe.ts', '../../test/support/cluster.js'],
   ['shared/k8s/probe.ts', '../../../elsewhere/module.js'],
   ['functions/host-lookup/probe.ts', '../software-install/index.js'],
-  ['functions/host-lookup/probe.ts', '../../local/stack.js'],
+  ['functions/host-lookup/probe.ts', '../../local/stack/index.js'],
   ['functions/host-lookup/probe.ts', '../../cli/main.js'],
   ['functions/host-lookup/probe.ts', '../../bench/run.js'],
   ['functions/software-install/ssh/probe.ts', '../../host-lookup/index.js'],
@@ -68,12 +68,12 @@ const permitted: [string, string][] = [
   ['local/stack-probe.ts', './broker/broker.js'],
   ['local/broker/probe.ts', '../../functions/host-lookup/index.js'],
   ['local/broker/probe.ts', '../../shared/log.js'],
-  ['local/broker/probe.ts', '../stack.js'],
-  ['cli/commands/probe.ts', '../../local/stack.js'],
+  ['local/broker/probe.ts', '../stack/index.js'],
+  ['cli/commands/probe.ts', '../../local/stack/index.js'],
   ['cli/commands/probe.ts', '../main.js'],
   ['test/unit/probe.ts', '../../cli/main.js'],
   ['test/unit/probe.ts', '../../functions/host-lookup/index.js'],
-  ['bench/probe.ts', '../local/stack.js'],
+  ['bench/probe.ts', '../local/stack/index.js'],
   ['bench/probe.ts', '../test/support/cluster.js'],
 ];
 
@@ -94,7 +94,7 @@ describe('eslint.config.js enforces the floors', () => {
     'a wrong-way %s is caught as well',
     async (form) => {
       for (const [file, specifier] of [
-        ['shared/core/probe.ts', '../../local/stack.js'],
+        ['shared/core/probe.ts', '../../local/stack/index.js'],
         ['functions/host-lookup/probe.ts', '../kud-job-launch/index.js'],
       ] as const) {
         const errors = await floorErrors(file, specifier, form);

@@ -1,0 +1,118 @@
+/**
+ * Step 3 of `bpa demo`: the event engine on the cluster the demo started. `embedded`: the
+ * in-process broker and sources, the functions in this process; `knative`: real Knative
+ * Eventing on the node, the functions as its pods.
+ */
+import type { DeliveryRecord } from '../broker/index.js';
+import { startKnativeStack } from '../knative/stack.js';
+import { startStack, type Stack } from '../stack/index.js';
+import type { StackCluster } from '../stack/cluster.js';
+import type { DemoOutput } from './demo-output.js';
+import { StepFailure, totalSteps, withTimeout } from './demo-steps.js';
+import type { Lab } from './lab.js';
+
+/** The lab's settings for the functions, as bpa-config values (the functions run as pods there). */
+export function knativeConfigOf(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+}
+
+/** What the later steps need of either engine. */
+export interface DemoStack {
+  kubeConfig: Stack['kubeConfig'];
+  /** The Broker's ingress as this process reaches it (the image service posts there). */
+  ingressUrl: string;
+  /** Where to look: the live view, or what to run with kubectl. */
+  watchHint: string;
+  logFilePath?: string;
+  stop(): Promise<void>;
+}
+
+export interface DemoEngineOptions {
+  engine: 'embedded' | 'knative';
+  /** Whether the cluster has its node (Knative needs it). */
+  onNode: boolean;
+  cluster: StackCluster;
+  lab: Lab;
+  out: DemoOutput;
+  /** Step budgets in ms. */
+  timeouts: { lab: number; stack: number; knative: number };
+  /** One line per event delivery (embedded engine). */
+  showEvent: (record: DeliveryRecord) => void;
+  /** Broker port to start from (embedded engine). */
+  port?: number;
+}
+
+/**
+ * Starts the engine. Knative: the lab's resources are applied first (its sources see them at
+ * start); embedded: the caller applies them once it holds the running stack (so a failure
+ * there still stops it and names its log).
+ */
+export async function startDemoEngine(options: DemoEngineOptions): Promise<DemoStack> {
+  const { engine, onNode, cluster, lab, out, timeouts, showEvent } = options;
+  if (engine === 'knative') {
+    if (!onNode)
+      throw new StepFailure(
+        'start Knative Eventing',
+        '--engine knative needs the node (root and network namespaces)',
+      );
+    out.step(3, totalSteps, 'Start real Knative Eventing and the functions on the node');
+    out.dim(
+      'Knative Eventing built from its Go modules, installed from its own config/; manifests/ applied, its Knative Services as Deployments (Serving cannot run here)',
+    );
+    await withTimeout('create the lab resources', timeouts.lab, lab.applyToCluster(cluster.kubeConfig));
+    const knative = await withTimeout(
+      'start Knative Eventing',
+      timeouts.knative,
+      startKnativeStack({
+        kubeConfig: cluster.kubeConfig,
+        config: knativeConfigOf(lab.functionsEnv),
+        log: (line) => out.dim(line),
+        timeoutMs: timeouts.knative,
+      }),
+    );
+    for (const note of knative.notes) out.dim(`serving overlay: ${note}`);
+    out.info(
+      `engine      Knative Eventing ${knative.install.version} (real), ${knative.ready.length} objects Ready`,
+    );
+    out.info(`broker      ${knative.ingressBase}/bpa-system/default`);
+    out.info(`kubeconfig  ${cluster.kubeconfigPath}`);
+    return {
+      kubeConfig: cluster.kubeConfig,
+      ingressUrl: `${knative.ingressBase}/bpa-system/default`,
+      watchHint: `kubectl --kubeconfig ${cluster.kubeconfigPath} get brokers,triggers,apiserversources,pingsources,pods -A`,
+      stop: async () => undefined,
+    };
+  }
+
+  out.step(3, totalSteps, 'Start the embedded stack');
+  out.dim('the embedded Knative broker, local sources, the four functions');
+  const embedded = await withTimeout(
+    'start the embedded stack',
+    timeouts.stack,
+    startStack({
+      kubeconfig: cluster.kubeconfigPath,
+      ...(options.port ? { port: options.port } : {}),
+      log: (line) => out.dim(line),
+      onDelivery: showEvent,
+      functionsEnv: lab.functionsEnv,
+      // The functions act as their ServiceAccounts of manifests/, as on a cluster.
+      serviceAccounts: { config: knativeConfigOf(lab.functionsEnv) },
+      // The sweep is not needed for a healthy run; keep it quiet unless it is.
+      pingIntervalMs: 60_000,
+    }),
+  );
+  out.info(`engine      embedded (the in-process broker and sources)`);
+  out.info(`broker      ${embedded.ingressUrl}`);
+  out.info(`live view   ${embedded.liveViewUrl}   (open it to watch the run)`);
+  out.info(`kubeconfig  ${embedded.kubeconfigPath}`);
+  out.info(`logs        ${embedded.logFilePath}`);
+  return {
+    kubeConfig: embedded.kubeConfig,
+    ingressUrl: embedded.ingressUrl,
+    watchHint: `live view ${embedded.liveViewUrl}`,
+    logFilePath: embedded.logFilePath,
+    stop: () => embedded.stop(),
+  };
+}
