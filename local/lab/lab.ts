@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubernetesObjectApi, type KubeConfig } from '@kubernetes/client-node';
-import ssh2 from 'ssh2';
+import { generateEd25519KeyPair } from './ssh-keys.js';
 import type { Env } from '../../shared/config.js';
 import { applyObject } from '../control-plane/apply.js';
 import { createNamespace } from '../control-plane/namespaces.js';
@@ -13,8 +13,6 @@ import { createLabNetwork, type NodeNetworkAttachment } from './lab-network.js';
 import { renderIscLeaseFile } from './lease-file.js';
 import { startSshHosts } from './openssh-hosts.js';
 import { startLabSshServers } from './ssh-lab.js';
-
-const { utils } = ssh2;
 
 /** The Secret the KUD Job mounts and software-install reads (keys id_rsa, id_rsa.pub). */
 export const labSshKeySecret = 'ssh-key-secret';
@@ -188,7 +186,7 @@ async function startSimulatedLab(
   hosts: readonly LabHost[],
   cleanups: (() => Promise<void>)[],
 ): Promise<LabSsh> {
-  const clientKey = utils.generateKeyPairSync('ed25519', { comment: 'bpa-demo lab client' });
+  const clientKey = generateEd25519KeyPair('bpa-demo lab client');
   const ssh = await startLabSshServers({ hosts, authorizedPublicKey: clientKey.public });
   cleanups.push(() => ssh.stop());
   return {

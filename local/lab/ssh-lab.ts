@@ -9,6 +9,7 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import ssh2 from 'ssh2';
+import { generateEd25519KeyPair } from './ssh-keys.js';
 import type { AuthContext, Connection, ParsedKey, Server as SshServer } from 'ssh2';
 import type { Logger } from '../../shared/log.js';
 import { silentLogger } from '../../shared/log.js';
@@ -68,9 +69,7 @@ export async function startLabSshServers(options: LabSshOptions): Promise<LabSsh
 
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await freePortOnAll(ips));
-    const hostKeys = ips.map(() =>
-      utils.generateKeyPairSync('ed25519', { comment: 'bpa simulated lab host' }),
-    );
+    const hostKeys = ips.map(() => generateEd25519KeyPair('bpa simulated lab host'));
     const servers: SshServer[] = [];
     try {
       for (const [index, ip] of ips.entries()) {

@@ -16,12 +16,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import ssh2 from 'ssh2';
 import { stringify } from 'yaml';
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
 import { builtCli } from './support/built-cli.js';
 import { ProcessOutput } from './support/process-output.js';
+import { generateEd25519KeyPair } from '../../local/lab/ssh-keys.js';
 
 const run = promisify(execFile);
 
@@ -65,7 +65,7 @@ const resources = [
     kind: 'Secret',
     metadata: { name: 'ssh-key-secret', namespace: functionsNamespace },
     stringData: (() => {
-      const key = ssh2.utils.generateKeyPairSync('ed25519');
+      const key = generateEd25519KeyPair();
       return { id_rsa: key.private, 'id_rsa.pub': key.public };
     })(),
   },

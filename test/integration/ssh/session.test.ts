@@ -4,11 +4,11 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import ssh2 from 'ssh2';
 import { runSshCommand } from '../../../functions/software-install/ssh/session.js';
 import type { SshSessionOptions } from '../../../functions/software-install/ssh/session.js';
 import { startSshHosts } from '../../support/sshd.js';
 import type { SshHosts, SshTestHost } from '../../support/sshd.js';
+import { generateEd25519KeyPair } from '../../../local/lab/ssh-keys.js';
 
 const run = promisify(execFile);
 
@@ -187,7 +187,7 @@ test('a host that accepts TCP but never speaks SSH is cut off at the connect tim
 });
 
 test('a key the host does not authorise fails authentication', async () => {
-  const other = ssh2.utils.generateKeyPairSync('ed25519');
+  const other = generateEd25519KeyPair();
   const result = await runSshCommand(options(ok, { privateKey: other.private }), 'not allowed');
   expect(result.error?.reason).toBe('AuthenticationFailed');
   expect(result.error?.message).toBe(

@@ -1,10 +1,10 @@
-import ssh2 from 'ssh2';
 import { planInstall, runInstall } from '../../../functions/software-install/ssh/install.js';
 import { runSshCommand } from '../../../functions/software-install/ssh/session.js';
 import { startLabSshServers } from '../../../local/lab/ssh-lab.js';
 import type { LabSshServers } from '../../../local/lab/ssh-lab.js';
+import { generateEd25519KeyPair } from '../../../local/lab/ssh-keys.js';
 
-const clientKey = ssh2.utils.generateKeyPairSync('ed25519');
+const clientKey = generateEd25519KeyPair();
 let lab: LabSshServers;
 
 beforeAll(async () => {
@@ -59,7 +59,7 @@ test('the simulated hosts pass known_hosts checks, record commands and answer li
 });
 
 test('the simulated hosts refuse any other client key', async () => {
-  const other = ssh2.utils.generateKeyPairSync('ed25519');
+  const other = generateEd25519KeyPair();
   const result = await runSshCommand(
     {
       host: '127.0.0.21',

@@ -5,9 +5,10 @@ import {
   verifyHostKey,
 } from '../../../functions/software-install/ssh/host-key-policy.js';
 import { parseKnownHosts, sha256Fingerprint } from '../../../functions/software-install/ssh/known-hosts.js';
+import { generateEd25519KeyPair } from '../../../local/lab/ssh-keys.js';
 
 const keyBlob = () => {
-  const pair = ssh2.utils.generateKeyPairSync('ed25519');
+  const pair = generateEd25519KeyPair();
   return Buffer.from(pair.public.split(' ')[1] as string, 'base64');
 };
 const line = (hosts: string, blob: Buffer) => `${hosts} ssh-ed25519 ${blob.toString('base64')} comment`;
