@@ -1,5 +1,6 @@
 import { brokerBench } from './broker.js';
 import { clusterBench } from './cluster.js';
+import { chainSpeedBench } from './chain-speed.js';
 import { cliBench } from './cli.js';
 import { controlPlaneBench } from './control-plane.js';
 import { functionServerBench } from './function-server.js';
@@ -27,6 +28,7 @@ const benches: BenchModule[] = [
   imagesBench,
   clusterBench,
   fleetScaleBench,
+  chainSpeedBench,
   knativeBench,
 ];
 
