@@ -121,10 +121,11 @@ export async function launchJob(
   // Grow, shrink or install (contract section 14), from the nodes the existing Job recorded.
   // The inventory is rendered again from status.nodes (contract section 12): never the tenant's
   // <cluster>-inventory, which the tenant can edit between the render and the launch.
+  const existing = await readJob(clients, functionsNamespace, kudJobName(cluster));
   const plan = planNodePath({
     cluster,
     clusterType,
-    existing: await readJob(clients, functionsNamespace, kudJobName(cluster)),
+    existing,
     ownerUid: owner.uid,
     settingsHash: launchSettingsHash(settings, clusterType),
     wanted: nodeSetOfStatus(nodes.data, planNodes(provisioning.data.spec).workerOrder),
@@ -157,10 +158,13 @@ export async function launchJob(
 
   // What the Job mounts, in the functions' namespace, written right before the Job is created (a
   // Job that exists or still runs keeps the inventory it was launched with).
+  // Kubespray's remove-node.yml resets the node: its pods leave first, through the cluster's own
+  // API. Before the existing Job is replaced: that Job records the nodes the cluster has, so a drain
+  // that fails (retried) leaves the decision as it is.
+  const fresh = decideLaunch(existing, wanted);
+  if (path?.kind === 'remove-node' && (fresh === 'create' || fresh === 'replace'))
+    await drainNodes(clients, live, owner, cluster, path.nodes, context.log);
   const writeMounted = async () => {
-    // Kubespray's remove-node.yml resets the node: its pods leave first, through the cluster's own API.
-    if (path?.kind === 'remove-node')
-      await drainNodes(clients, live, owner, cluster, path.nodes, context.log);
     const mounted = await upsertConfigMap(
       clients,
       buildMountedInventoryConfigMap(owner, cluster, inventory, inventorySha256, functionsNamespace),
