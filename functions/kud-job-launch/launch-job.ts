@@ -158,12 +158,6 @@ export async function launchJob(
 
   // What the Job mounts, in the functions' namespace, written right before the Job is created (a
   // Job that exists or still runs keeps the inventory it was launched with).
-  // Kubespray's remove-node.yml resets the node: its pods leave first, through the cluster's own
-  // API. Before the existing Job is replaced: that Job records the nodes the cluster has, so a drain
-  // that fails (retried) leaves the decision as it is.
-  const fresh = decideLaunch(existing, wanted);
-  if (path?.kind === 'remove-node' && (fresh === 'create' || fresh === 'replace'))
-    await drainNodes(clients, live, owner, cluster, path.nodes, context.log);
   const writeMounted = async () => {
     const mounted = await upsertConfigMap(
       clients,
@@ -180,6 +174,12 @@ export async function launchJob(
 
   let launch: Launch;
   try {
+    // Kubespray's remove-node.yml resets the node: its pods leave first, through the cluster's own
+    // API. Before the existing Job is replaced: it records the nodes the cluster has, so a drain
+    // that fails (retried) leaves the decision as it is.
+    const fresh = decideLaunch(existing, wanted);
+    if (path?.kind === 'remove-node' && (fresh === 'create' || fresh === 'replace'))
+      await drainNodes(clients, live, owner, cluster, path.nodes, context.log);
     launch = await createOrReplace(clients, desired, wanted, writeMounted);
   } catch (error) {
     const status = error instanceof BpaError ? error.details?.status : undefined;
