@@ -84,6 +84,18 @@ export const conditionReasons = {
     sweep: 'retry',
   },
   JobFailed: { status: 'False', means: 'The KUD Job failed (contract section 6 wording)', sweep: 'change' },
+  MasterRemovalRefused: {
+    status: 'False',
+    means:
+      'The spec removes masters from an installed cluster that etcd would lose its quorum without (the masters that stay must be more than half of the former ones: 3 -> 2 goes, 2 -> 1 does not), or removes the first master, which Kubespray cannot remove (contract section 14); nothing is run, nothing is removed',
+    sweep: 'change',
+  },
+  MixedNodeChange: {
+    status: 'False',
+    means:
+      'The spec adds and removes nodes of an installed cluster in one change; Kubespray joins (scale.yml) and removes (remove-node.yml) in separate runs, so remove first, then add (contract section 14); nothing is run',
+    sweep: 'change',
+  },
 
   // Provisioning: its lifecycle (contract section 10).
   ClusterNameInUse: {

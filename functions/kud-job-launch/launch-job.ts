@@ -4,9 +4,9 @@ import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { z } from 'zod';
 import { clusterTypeOf } from '../../shared/core/cluster-type.js';
 import { sha256Hex } from '../../shared/core/hash.js';
-import { renderHostsIni } from '../../shared/core/inventory.js';
-import { buildKudJob, buildMountedInventoryConfigMap } from '../../shared/core/kud-job.js';
-import { launchHash } from '../../shared/core/launch-hash.js';
+import { buildKudJob, buildMountedInventoryConfigMap, type KudNodePath } from '../../shared/core/kud-job.js';
+import { launchHash, launchSettingsHash } from '../../shared/core/launch-hash.js';
+import { describeNodeChange } from '../../shared/core/node-change.js';
 import { launchHashAnnotation, launchRetryAnnotation } from '../../shared/core/lifecycle-names.js';
 import {
   kudJobName,
@@ -42,7 +42,9 @@ import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob } from './complete-job.js';
 import { placementOf, type KudJobLaunchConfig } from './config.js';
 import { readInstallerSettings } from './installer-settings.js';
+import { drainNodes } from './drain.js';
 import { decideLaunch, jobLaunchHash, type WantedLaunch } from './launch-decision.js';
+import { nodeSetOfStatus, planNodePath } from './node-path.js';
 import { jobTraceparentAnnotation, provisioningGenerationAnnotation } from './job-state.js';
 import { jobsLaunched } from './metrics.js';
 
@@ -105,17 +107,8 @@ export async function launchJob(
   }
   const functionsNamespace = context.config.FUNCTIONS_NAMESPACE;
   const target = provisioningTarget(ref.namespace, ref.name);
-  // Rendered again from status.nodes (contract section 12): never the tenant's <cluster>-inventory,
-  // which the tenant can edit between the render and the launch or before a retry.
-  const inventory = renderHostsIni({
-    clusterType: clusterTypeOf(provisioning.data),
-    nodes: nodes.data,
-    workerOrder: planNodes(provisioning.data.spec).workerOrder,
-  });
-  const inventorySha256 = sha256Hex(inventory);
   const installerSettings = await readInstallerSettings(clients, context.config.FUNCTIONS_NAMESPACE);
-  const hash = launchHash({
-    inventorySha256,
+  const settings = {
     image: context.config.KUD_IMAGE,
     cluster,
     podSubnet: provisioning.data.spec.PodSubnet,
@@ -123,21 +116,44 @@ export async function launchJob(
     installerSettings,
     sshKeySecret: context.config.SSH_KEY_SECRET,
     namespace: functionsNamespace,
+  };
+  const clusterType = clusterTypeOf(provisioning.data);
+  // Grow, shrink or install (contract section 14), from the nodes the existing Job recorded.
+  // The inventory is rendered again from status.nodes (contract section 12): never the tenant's
+  // <cluster>-inventory, which the tenant can edit between the render and the launch.
+  const existing = await readJob(clients, functionsNamespace, kudJobName(cluster));
+  const plan = planNodePath({
+    cluster,
+    clusterType,
+    existing,
+    ownerUid: owner.uid,
+    settingsHash: launchSettingsHash(settings, clusterType),
+    wanted: nodeSetOfStatus(nodes.data, planNodes(provisioning.data.spec).workerOrder),
   });
+  if ('refused' in plan)
+    return failProvisioning(
+      clients,
+      context.functionName,
+      live,
+      { step, reason: Reason[plan.refused.reason], message: plan.refused.message },
+      context.log,
+    );
+  const { inventory, path } = plan;
+  const inventorySha256 = sha256Hex(inventory);
+  const hash = plan.sameLaunchHash ?? launchHash({ ...settings, inventorySha256, path });
+  const doing = describeNodeChange(plan.change);
   const wanted: WantedLaunch = {
     launchHash: hash,
     generation: ref.generation,
     retry: retryOf(live),
     ownerUid: owner.uid,
   };
-  const desired = desiredJob(
-    context.config,
-    provisioning.data,
-    inventorySha256,
-    wanted,
+  const desired = desiredJob(context.config, provisioning.data, inventorySha256, wanted, {
     installerSettings,
-    context.traceparent,
-  );
+    traceparent: context.traceparent,
+    path,
+    annotations: plan.annotations,
+  });
   const jobName = kudJobName(cluster);
 
   // What the Job mounts, in the functions' namespace, written right before the Job is created (a
@@ -158,6 +174,12 @@ export async function launchJob(
 
   let launch: Launch;
   try {
+    // Kubespray's remove-node.yml resets the node: its pods leave first, through the cluster's own
+    // API. Before the existing Job is replaced: it records the nodes the cluster has, so a drain
+    // that fails (retried) leaves the decision as it is.
+    const fresh = decideLaunch(existing, wanted);
+    if (path?.kind === 'remove-node' && (fresh === 'create' || fresh === 'replace'))
+      await drainNodes(clients, live, owner, cluster, path.nodes, context.log);
     launch = await createOrReplace(clients, desired, wanted, writeMounted);
   } catch (error) {
     const status = error instanceof BpaError ? error.details?.status : undefined;
@@ -206,7 +228,7 @@ export async function launchJob(
   const message =
     launch.outcome === 'exists'
       ? `KUD installer Job ${jobName} already exists for launch hash ${hash} (inventory sha256 ${inventorySha256})`
-      : `KUD installer Job ${jobName} ${launch.outcome} for launch hash ${hash} (inventory sha256 ${inventorySha256})`;
+      : `KUD installer Job ${jobName} ${launch.outcome} for launch hash ${hash} (inventory sha256 ${inventorySha256}): ${doing}`;
   const result = await writeConditions(clients, target, ref, {
     conditions: [
       { type: step, status: 'True', reason: Reason.JobLaunched, message },
@@ -214,7 +236,7 @@ export async function launchJob(
         type: ProvisioningCondition.ready,
         status: 'Unknown',
         reason: Reason.Provisioning,
-        message: `KUD installer Job ${jobName} is running`,
+        message: `KUD installer Job ${jobName} is running: ${doing}`,
       },
     ],
     fields: { jobName },
@@ -253,9 +275,15 @@ function desiredJob(
   provisioning: Provisioning,
   inventorySha256: string,
   wanted: WantedLaunch,
-  installerSettings: Record<string, string> | undefined,
-  traceparent: string | undefined,
+  extra: {
+    installerSettings: Record<string, string> | undefined;
+    traceparent: string | undefined;
+    path: KudNodePath | undefined;
+    /** What the Job records about the cluster (node-path.ts). */
+    annotations: Record<string, string>;
+  },
 ) {
+  const { installerSettings, traceparent } = extra;
   const job = buildKudJob(
     {
       owner: ownerOf(provisioning),
@@ -263,6 +291,7 @@ function desiredJob(
       inventorySha256,
       podSubnet: provisioning.spec.PodSubnet,
       kudPlugins: provisioning.spec.KUDPlugins,
+      ...(extra.path ? { path: extra.path } : {}),
     },
     {
       image: config.KUD_IMAGE,
@@ -277,6 +306,7 @@ function desiredJob(
     ...job.metadata,
     annotations: {
       ...job.metadata?.annotations,
+      ...extra.annotations,
       [launchHashAnnotation]: wanted.launchHash,
       [provisioningGenerationAnnotation]: String(wanted.generation),
       ...(wanted.retry ? { [launchRetryAnnotation]: wanted.retry } : {}),

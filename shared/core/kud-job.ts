@@ -69,6 +69,18 @@ export interface KudJobInput {
   podSubnet?: string | null;
   /** `spec.KUDPlugins`: ` --plugins <p1> <p2> ...` when non-empty. */
   kudPlugins?: readonly string[] | null;
+  /** Grow or shrink a Ready cluster (contract section 14); absent: the full install. */
+  path?: KudNodePath;
+}
+
+/**
+ * The installer's day-2 paths (shared/core/node-change.ts): ` --scale <n1>,<n2>` (Kubespray
+ * `scale.yml --limit <nodes>`) or ` --remove-node <n1>,<n2>` (`remove-node.yml -e node=<nodes>`).
+ * The node names are validated labels (schemas), Kubespray's host names.
+ */
+export interface KudNodePath {
+  kind: 'scale' | 'remove-node';
+  nodes: readonly string[];
 }
 
 /**
@@ -80,10 +92,13 @@ export function kudInstallerScript(
   cluster: string,
   podSubnet?: string | null,
   kudPlugins?: readonly string[] | null,
+  path?: KudNodePath,
 ) {
   const clusterDir = `${kudMultiClusterPath}/${cluster}`;
   let installer = `./installer --cluster ${cluster}`;
   if (podSubnet) installer += ` --network ${podSubnet}`;
+  // Before --plugins, which takes every word after it.
+  if (path) installer += ` --${path.kind} ${path.nodes.join(',')}`;
   if (kudPlugins && kudPlugins.length > 0) installer += ` --plugins ${kudPlugins.join(' ')}`;
   return [
     'set -e',
@@ -159,7 +174,7 @@ export function buildKudJob(input: KudJobInput, options: KudJobOptions = {}): V1
               imagePullPolicy: 'IfNotPresent',
               securityContext: { privileged: true },
               command: ['/bin/sh', '-c'],
-              args: [kudInstallerScript(cluster, input.podSubnet, input.kudPlugins)],
+              args: [kudInstallerScript(cluster, input.podSubnet, input.kudPlugins, input.path)],
               ...installerEnvOf(options.installerEnv),
               volumeMounts: [
                 { name: 'multi-cluster', mountPath: kudMultiClusterPath },

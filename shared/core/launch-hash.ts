@@ -1,4 +1,5 @@
 import { sha256Hex } from './hash.js';
+import type { KudNodePath } from './kud-job.js';
 
 /**
  * Everything that decides what the KUD installer Job does (contract sections 5 and 12): what it
@@ -24,6 +25,8 @@ export interface LaunchInputs {
   sshKeySecret: string;
   /** The namespace the Job and what it mounts live in (FUNCTIONS_NAMESPACE). */
   namespace: string;
+  /** The day-2 path (`--scale`, `--remove-node` and their nodes); absent for the full install. */
+  path?: KudNodePath | null;
 }
 
 /** Version of the hashed form: bump it when the fields change, so old Jobs count as different. */
@@ -47,6 +50,21 @@ export function launchHash(inputs: LaunchInputs): string {
       : null,
     sshKeySecret: inputs.sshKeySecret,
     namespace: inputs.namespace,
+    // Only when set: the hash of a full install is the one it always was.
+    ...(inputs.path ? { path: { kind: inputs.path.kind, nodes: [...inputs.path.nodes] } } : {}),
   };
   return sha256Hex(JSON.stringify(canonical));
+}
+
+/**
+ * The hash of everything but the nodes (contract section 14): two launches with the same settings
+ * hash differ only in their inventory, so a cluster installed with one can be grown or shrunk to
+ * the other; any other difference (image, plugins, subnet, installer settings, cluster type) needs
+ * the full install.
+ */
+export function launchSettingsHash(
+  inputs: Omit<LaunchInputs, 'inventorySha256' | 'path'>,
+  clusterType: string,
+): string {
+  return sha256Hex(JSON.stringify({ launch: launchHash({ ...inputs, inventorySha256: '' }), clusterType }));
 }

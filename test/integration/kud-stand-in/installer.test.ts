@@ -180,3 +180,85 @@ test('bad arguments: exit 2 with the usage', async () => {
   expect(unknown.stderr).toContain("unknown argument '--bogus'");
   expect((await runInstaller(['--cluster', '../etc'])).code).toBe(2);
 });
+
+describe('the day-2 paths (--scale, --remove-node): the inventory judged as Kubespray would', () => {
+  const node = (label: string, role: 'master' | 'worker', i: number): ResolvedNode => ({
+    label,
+    roles: [role],
+    mac: `52:54:00:00:01:0${i + 1}`,
+    ip: hosts.hosts[i]!.ip,
+    source: 'dhcp-leases',
+  });
+  const inventoryOf = (...list: ResolvedNode[]) => renderHostsIni({ clusterType: 'baremetal', nodes: list });
+  const recorded = () => readFile(join(multiCluster, cluster, 'stand-in-installed'), 'utf8');
+
+  test('scale joins a new worker (masters untouched), remove-node removes one still in the inventory', async () => {
+    const master = node('master-1', 'master', 0);
+    const worker1 = node('worker-1', 'worker', 2);
+    const worker2 = node('worker-2', 'worker', 1);
+    // No cluster installed yet: scale.yml has nothing to join.
+    await placeInventory(inventoryOf(master, worker1, worker2));
+    let result = await runInstaller(['--cluster', cluster, '--scale', 'worker-2']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('scale.yml changes an installed cluster, and none is recorded here');
+
+    await placeInventory(inventoryOf(master, worker1));
+    result = await runInstaller(['--cluster', cluster]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('PATH full install');
+    expect(await recorded()).toBe('master master-1\nnode worker-1\n');
+
+    await placeInventory(inventoryOf(master, worker1, worker2));
+    result = await runInstaller(['--cluster', cluster, '--scale', 'worker-2', '--plugins', 'onap4k8s']);
+    expect(result.stderr).not.toContain('FAILED');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(
+      'PATH scale: facts.yml, then scale.yml --limit worker-2 (new workers worker-2; masters master-1 untouched)',
+    );
+    expect(await recorded()).toBe('master master-1\nnode worker-1\nnode worker-2\n');
+
+    // remove-node.yml needs the node still in the inventory.
+    await placeInventory(inventoryOf(master, worker2));
+    result = await runInstaller(['--cluster', cluster, '--remove-node', 'worker-1']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'worker-1 is not in the inventory: remove-node.yml needs the node still there',
+    );
+
+    await placeInventory(inventoryOf(master, worker1, worker2));
+    result = await runInstaller(['--cluster', cluster, '--remove-node', 'worker-1']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(
+      'PATH remove-node: remove-node.yml -e node=worker-1 -e delete_nodes_confirmation=yes (removing worker-1)',
+    );
+    expect(await recorded()).toBe('master master-1\nnode worker-2\n');
+  }, 120_000);
+
+  test('fails where Kubespray would: a master by scale.yml, changed masters, the first master removed', async () => {
+    const master = node('master-1', 'master', 0);
+    const worker = node('worker-1', 'worker', 2);
+    await placeInventory(inventoryOf(master, worker));
+    expect((await runInstaller(['--cluster', cluster])).code).toBe(0);
+
+    const master2 = node('master-2', 'master', 1);
+    await placeInventory(inventoryOf(master, master2, worker));
+    let result = await runInstaller(['--cluster', cluster, '--scale', 'master-2']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'the masters changed (master-1 installed, master-1,master-2 in the inventory)',
+    );
+
+    await placeInventory(inventoryOf(master, worker, node('worker-2', 'worker', 1)));
+    result = await runInstaller(['--cluster', cluster, '--scale', 'worker-1']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('new worker(s) worker-2 in [kube-node] but not in --limit worker-1');
+
+    await placeInventory(inventoryOf(master, worker));
+    result = await runInstaller(['--cluster', cluster, '--remove-node', 'master-1']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('remove-node.yml cannot remove the first master master-1');
+
+    expect((await runInstaller(['--cluster', cluster, '--scale', 'a,,b'])).code).toBe(2);
+    expect((await runInstaller(['--cluster', cluster, '--scale', 'a', '--remove-node', 'b'])).code).toBe(2);
+  }, 120_000);
+});
