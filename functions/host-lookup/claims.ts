@@ -62,9 +62,12 @@ const claimedOf = (host: NodeHost): ClaimedHost => ({ kind: host.kind, ...splitK
 const what = (host: NodeHost) => (host.kind === 'Pod' ? 'VM' : 'Host');
 
 /**
- * Releases what `owner` holds and no longer names: the hosts of status.claimedHosts and `seen`
- * (those the index or the pod list shows claimed by it), minus `named` (the hosts of the spec's
- * MACs).
+ * What `owner` holds and no longer names: the hosts of status.claimedHosts and `seen` (those the
+ * index or the pod list shows claimed by it), minus `named` (the hosts of the spec's MACs).
+ * Released at once while no KUD Job has run for the Provisioning (nothing is installed on them);
+ * once one has (status.job), they are retained: returned, kept claimed, and released by
+ * kud-job-launch when a KUD Job for the new spec has succeeded (a removed node is drained and
+ * removed first; a refused removal keeps its host).
  */
 export async function releaseUnnamed(
   clients: KubeClients,
@@ -73,7 +76,7 @@ export async function releaseUnnamed(
   named: readonly NodeHost[],
   seen: readonly ClaimedHost[],
   log: Logger,
-): Promise<void> {
+): Promise<ClaimedHost[]> {
   const keep = new Set(named.map(idOf));
   const held = new Map<string, ClaimedHost>();
   const add = (host: ClaimedHost) => {
@@ -82,6 +85,13 @@ export async function releaseUnnamed(
   };
   claimedHostsOf(live.status).forEach(add);
   seen.forEach(add);
+  if (kudHasRun(live)) {
+    if (held.size > 0)
+      log.info('hosts retained: their nodes left the spec of an installed cluster', {
+        hosts: [...held.values()].map((host) => `${host.namespace}/${host.name}`),
+      });
+    return [...held.values()];
+  }
   for (const host of held.values()) {
     const outcome = await releaseHost(clients, host, owner);
     if (outcome === 'released')
@@ -90,7 +100,12 @@ export async function releaseUnnamed(
         kind: host.kind,
       });
   }
+  return [];
 }
+
+/** A KUD Job has been launched for this Provisioning (kud-job-launch records it in status.job). */
+const kudHasRun = (live: StoredObject): boolean =>
+  typeof live.status?.job === 'object' && live.status.job !== null;
 
 /** The HostInUse message for the first host held by someone else (no write), or undefined. */
 export async function firstInUse(

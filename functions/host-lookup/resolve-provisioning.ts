@@ -11,7 +11,13 @@ import { judgeHostProvisioning } from '../../shared/core/host-provisioning.js';
 import { preflight } from '../../shared/core/preflight.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor } from '../../shared/k8s/conditions.js';
-import { claimedHostsField, podConsumerAnnotation, splitKey } from '../../shared/core/host-claim.js';
+import {
+  claimedHostsField,
+  podConsumerAnnotation,
+  retainedHostsField,
+  splitKey,
+  type ClaimedHost,
+} from '../../shared/core/host-claim.js';
 import { indexVirtletVmsByMac } from '../../shared/core/pod-index.js';
 import { claimOwnerOf } from '../../shared/k8s/host-claims.js';
 import { BpaError } from '../../shared/errors.js';
@@ -136,6 +142,8 @@ export async function resolveProvisioning(
   let input: ResolutionInput;
   /** Each node's host (BareMetalHost or VM pod), as the lookup found it: what is claimed. */
   let nodeHosts: NodeHost[];
+  /** Hosts whose nodes left the spec of an installed cluster: kept claimed (claims.ts). */
+  let retained: ClaimedHost[];
   try {
     const plan = planNodes(provisioning.spec);
     const macs = plan.nodes.map((n) => n.mac);
@@ -154,7 +162,7 @@ export async function resolveProvisioning(
           ? [{ kind: 'Pod' as const, namespace: pod.metadata.namespace ?? '', name: pod.metadata.name }]
           : [],
       );
-      await releaseUnnamed(clients, live, owner, named, seen, context.log);
+      retained = await releaseUnnamed(clients, live, owner, named, seen, context.log);
     } else {
       const byMac = await facts.hostsByMac(new Set(macs));
       hostsByMac = byMac;
@@ -167,7 +175,7 @@ export async function resolveProvisioning(
         kind: 'BareMetalHost' as const,
         ...splitKey(key),
       }));
-      await releaseUnnamed(clients, live, owner, named, seen, context.log);
+      retained = await releaseUnnamed(clients, live, owner, named, seen, context.log);
     }
     // One owner per host (contract section 12): someone else's host stops it here, untouched.
     const inUse = await firstInUse(clients, named, owner);
@@ -214,7 +222,11 @@ export async function resolveProvisioning(
     );
     if (image.foreignHosts.length > 0) await reportForeignHosts(context, clients, live, image);
   }
-  const fields = { ...(image ? { image } : {}), [claimedHostsField]: claims.claimed };
+  const fields = {
+    ...(image ? { image } : {}),
+    [claimedHostsField]: [...claims.claimed, ...retained],
+    [retainedHostsField]: retained,
+  };
 
   if (hostsByMac) {
     const verdict = judgeHostProvisioning(

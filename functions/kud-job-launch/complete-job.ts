@@ -9,6 +9,7 @@ import {
   newestPod,
   type JobProgress,
 } from '../../shared/core/job-progress.js';
+import { claimedHostsField, claimedHostsOf, retainedHostsField } from '../../shared/core/host-claim.js';
 import { clusterConfigMapName } from '../../shared/core/names.js';
 import { markManaged } from '../../shared/core/ownership.js';
 import { BpaError } from '../../shared/errors.js';
@@ -27,6 +28,7 @@ import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { ownershipOf, recordOwned, withRecordedOwnership } from '../../shared/k8s/owned-objects.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
+import { releaseHosts } from '../../shared/k8s/host-claims.js';
 import {
   ProvisioningCondition,
   completeProvisioningStep,
@@ -35,6 +37,7 @@ import {
   provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
 import { creationTimeOf, type StoredObject } from '../../shared/k8s/stored-object.js';
+import type { Logger } from '../../shared/log.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { runDurationSeconds } from './job-state.js';
@@ -195,6 +198,10 @@ export async function completeJob(
       context.log,
     );
   }
+  // Hosts whose nodes left the spec were kept claimed until KUD ran without them (drained and
+  // removed by remove-node.yml, or left out of a full install): released now, after the success.
+  const retained = claimedHostsOf(live.status, retainedHostsField);
+  const hostFields = retained.length > 0 ? await releaseRetained(clients, live, context.log) : {};
   const configMapName = clusterConfigMapName(cluster);
   const event = await completeProvisioningStep(
     clients,
@@ -205,7 +212,7 @@ export async function completeJob(
       reason: Reason.KudInstalled,
       message: `KUD installed in cluster ${cluster} by Job ${jobName}; node IPs in ConfigMap ${configMapName}`,
       ready: { status: 'True', reason: Reason.ClusterReady, message: `Cluster ${cluster} is ready` },
-      fields: { job: finished },
+      fields: { job: finished, ...hostFields },
       // Failed or succeeded: a Job's completion is recorded once per generation.
       alreadyDone: (fresh) => {
         const current = conditionFor(fresh, step, ref.generation);
@@ -227,4 +234,29 @@ export async function completeJob(
   if (created) context.metrics?.histogram(timeToReady).observe((Date.now() - created.getTime()) / 1000);
   context.log.info('cluster ready', { cluster, jobName });
   return event;
+}
+
+/**
+ * Releases status.retainedHosts and returns the status fields without them. A host that cannot
+ * be released (gone, someone else's, refused) leaves the lists all the same: deletion releases
+ * status.claimedHosts, and a claim of a Provisioning that no longer names the host is taken over
+ * by the next one only once this Provisioning is gone (holderIsGone).
+ */
+async function releaseRetained(
+  clients: KubeClients,
+  live: StoredObject,
+  log: Logger,
+): Promise<Record<string, unknown>> {
+  await releaseHosts(clients, live, log, retainedHostsField);
+  const released = new Set(
+    claimedHostsOf(live.status, retainedHostsField).map(
+      (host) => `${host.kind}:${host.namespace}/${host.name}`,
+    ),
+  );
+  return {
+    [claimedHostsField]: claimedHostsOf(live.status).filter(
+      (host) => !released.has(`${host.kind}:${host.namespace}/${host.name}`),
+    ),
+    [retainedHostsField]: [],
+  };
 }

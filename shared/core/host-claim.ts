@@ -113,9 +113,18 @@ export const claimedHostSchema = z.object({
 export type ClaimedHost = z.infer<typeof claimedHostSchema>;
 export const claimedHostsField = 'claimedHosts';
 
+/**
+ * `status.retainedHosts`: hosts still claimed (and in status.claimedHosts) whose nodes have left
+ * the spec of a cluster that KUD has installed or is installing: the node may still be a member
+ * (an etcd member, even, when a master's removal is refused), so host-lookup keeps the claim and
+ * kud-job-launch releases these hosts once a KUD Job for the new spec has succeeded (after
+ * remove-node.yml, contract section 14). Never handed to another Provisioning before that.
+ */
+export const retainedHostsField = 'retainedHosts';
+
 /** The claimed hosts a status records; anything malformed is dropped (release is best effort). */
-export function claimedHostsOf(status: unknown): ClaimedHost[] {
-  const list = (status as Record<string, unknown> | undefined)?.[claimedHostsField];
+export function claimedHostsOf(status: unknown, field: string = claimedHostsField): ClaimedHost[] {
+  const list = (status as Record<string, unknown> | undefined)?.[field];
   if (!Array.isArray(list)) return [];
   return list.flatMap((item) => {
     const parsed = claimedHostSchema.safeParse(item);

@@ -1,5 +1,6 @@
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
+  claimedHostsField,
   claimedHostsOf,
   consumerRefFor,
   judgeHostClaim,
@@ -224,14 +225,21 @@ export const claimOwnerOf = (live: StoredObject): ClaimOwner => ({
 
 /**
  * Releases every host a Provisioning's status records as claimed (`status.claimedHosts`): the
- * deletion's last step, after cleanup (kud-job-launch). A host that is gone or held by someone
+ * deletion's last step, after cleanup (kud-job-launch); or, with `retainedHosts`, those whose nodes
+ * left the spec, once a KUD Job for the new spec has succeeded. A host that is gone or held by someone
  * else is left alone. A release the API refuses (403: no right in that namespace) is logged and
  * skipped: a deletion never hangs on it, and the claim of a Provisioning that is gone is taken
  * over by the next one (holderIsGone). Transient faults throw: the step is retried.
  */
-export async function releaseHosts(clients: KubeClients, live: StoredObject, log?: Logger): Promise<void> {
+export async function releaseHosts(
+  clients: KubeClients,
+  live: StoredObject,
+  log?: Logger,
+  /** `claimedHosts`, or `retainedHosts` (shared/core/host-claim.ts). */
+  field: string = claimedHostsField,
+): Promise<void> {
   const owner = claimOwnerOf(live);
-  for (const host of claimedHostsOf(live.status)) {
+  for (const host of claimedHostsOf(live.status, field)) {
     try {
       const outcome = await releaseHost(clients, host, owner);
       log?.info('host released', { host: `${host.namespace}/${host.name}`, kind: host.kind, outcome });

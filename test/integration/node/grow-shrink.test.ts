@@ -106,7 +106,12 @@ type Condition = {
 };
 type Provisioning = KubernetesObject & {
   spec: Record<string, unknown>;
-  status?: { conditions?: Condition[]; claimedHosts?: { name: string }[]; job?: { logTail?: string } };
+  status?: {
+    conditions?: Condition[];
+    claimedHosts?: { name: string }[];
+    retainedHosts?: { name: string }[];
+    job?: { logTail?: string };
+  };
 };
 
 function apply(object: KubernetesObject) {
@@ -206,7 +211,22 @@ describe('grow and shrink a Ready cluster', () => {
       { what: 'the kubeconfig Secret', timeoutMs: 120_000, intervalMs: 500 },
     );
     // Shrink: drained through the published kubeconfig, then remove-node.yml with the node still in the inventory.
-    await readyFor(await setWorkers([hosts.worker2]));
+    const shrunk = await setWorkers([hosts.worker2]);
+    // Resolved for the new spec, before any Job: the leaving worker is still a cluster member, so
+    // its host stays claimed (retained), never free for another Provisioning before remove-node.
+    const resolved = await waitFor(
+      async () => {
+        const live = await read();
+        const done = live.status?.conditions?.find(
+          (c) => c.type === 'HostsResolved' && c.observedGeneration === shrunk && c.status === 'True',
+        );
+        return done ? live : undefined;
+      },
+      { what: `HostsResolved of ${name} for generation ${shrunk}`, timeoutMs: 120_000, intervalMs: 200 },
+    );
+    expect(resolved.status?.retainedHosts?.map((h) => h.name)).toEqual([hosts.worker1.bmhName]);
+    expect(await consumerOf(hosts.worker1.bmhName)).toMatchObject({ name });
+    await readyFor(shrunk);
     expect(await jobLine()).toMatch(new RegExp(`\\./installer --cluster ${name} --remove-node gs-worker-1$`));
     const removeLog = await jobPodLog(cluster.kubeConfig, functionsNamespace, `kud-${name}`);
     expect(removeLog).toContain(
@@ -222,13 +242,14 @@ describe('grow and shrink a Ready cluster', () => {
       (error: unknown) => (isStatus(error, 404) ? true : Promise.reject(error)),
     );
     expect(evicted).toBe(true);
-    // Its host is released (contract section 12); the others stay claimed.
+    // Its host is released once remove-node.yml has succeeded (contract section 12); the others stay claimed.
     expect(await consumerOf(hosts.worker1.bmhName)).toBeUndefined();
     expect(await consumerOf(hosts.worker2.bmhName)).toMatchObject({ name });
     expect((await read()).status?.claimedHosts?.map((h) => h.name).sort()).toEqual([
       hosts.master.bmhName,
       hosts.worker2.bmhName,
     ]);
+    expect((await read()).status?.retainedHosts).toEqual([]);
     // The cluster's ConfigMap (what Software installs on) lists the nodes that remain.
     const configMap = await core.readNamespacedConfigMap({ namespace, name: `${name}-configmap` });
     expect(Object.keys(configMap.data ?? {}).sort()).toEqual(['MASTER_gs-master-1', 'WORKER_gs-worker-2']);
