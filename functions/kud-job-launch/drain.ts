@@ -1,7 +1,12 @@
 import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
-import { kubeconfigSecretKey, kubeconfigSecretName } from '../../shared/core/lifecycle-names.js';
+import {
+  kubeconfigDigestField,
+  kubeconfigSecretKey,
+  kubeconfigSecretName,
+} from '../../shared/core/lifecycle-names.js';
 import { ownershipError } from '../../shared/core/ownership.js';
 import type { ProvisioningOwner } from '../../shared/core/owner.js';
+import { sha256Hex } from '../../shared/core/hash.js';
 import { transient } from '../../shared/errors.js';
 import { apiMessage, apiStatusCode, isNotFound, readOrUndefined } from '../../shared/k8s/api-errors.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
@@ -45,8 +50,16 @@ async function clusterApi(
     );
   const refused = ownershipError('Secret', stored, ownershipOf(owner, live));
   if (refused) throw refused;
+  // The Secret sits in the tenant's namespace: its data is used only as the functions published
+  // it (digest in status), never pointed elsewhere by an edit (hostile input gets nothing).
+  const adminConf = Buffer.from(value, 'base64').toString('utf8');
+  if (sha256Hex(adminConf) !== live.status?.[kubeconfigDigestField])
+    throw transient(
+      drainFailedReason,
+      `Cannot drain: the kubeconfig Secret ${owner.namespace}/${name} of cluster ${cluster} is not the one the functions published (changed since); restore it or delete the Provisioning's nodes by hand`,
+    );
   const config = new KubeConfig();
-  config.loadFromString(Buffer.from(value, 'base64').toString('utf8'));
+  config.loadFromString(adminConf);
   return config.makeApiClient(CoreV1Api);
 }
 

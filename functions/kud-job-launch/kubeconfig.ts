@@ -2,6 +2,7 @@ import type { V1Job } from '@kubernetes/client-node';
 import { newestPod } from '../../shared/core/job-progress.js';
 import {
   kubeconfigPublisherName,
+  kubeconfigDigestField,
   kubeconfigSecretKey,
   kubeconfigSecretName,
 } from '../../shared/core/lifecycle-names.js';
@@ -13,6 +14,7 @@ import {
 import { managedByLabel, managedByValue } from '../../shared/core/names.js';
 import { carriesOwnerUid, objectConflictMessage, ownershipError } from '../../shared/core/ownership.js';
 import { ownerOf } from '../../shared/core/render.js';
+import { sha256Hex } from '../../shared/core/hash.js';
 import { BpaError } from '../../shared/errors.js';
 import { Reason, sweepRetries } from '../../shared/reasons.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
@@ -162,7 +164,9 @@ export async function advanceKubeconfig(
         'True',
         Reason.KubeconfigPublished,
         `The kubeconfig of cluster ${cluster} is in Secret ${secretName} (key value)`,
-        { kubeconfigSecret: secretName },
+        // The tenant can edit that Secret; what the functions themselves use of it (the drain)
+        // is checked against this digest, which only status writers can set.
+        { kubeconfigSecret: secretName, [kubeconfigDigestField]: sha256Hex(adminConf) },
       );
     }
     if (state === 'failed') {

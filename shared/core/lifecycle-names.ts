@@ -22,6 +22,11 @@ export const installerSettingsName = 'kud-installer';
 export const kubeconfigSecretName = (cluster: string) => `${cluster}-admin-kubeconfig`;
 export const kubeconfigSecretKey = 'value';
 /**
+ * status.kubeconfigSha256: the digest of the admin.conf the functions published into that Secret.
+ * The Secret sits in the tenant's namespace; what the functions use of it is checked against this.
+ */
+export const kubeconfigDigestField = 'kubeconfigSha256';
+/**
  * The publisher of that Secret: a short Job in the functions' namespace, on the KUD pod's node,
  * with no API token (docs/adr/0009-kubeconfig-publisher.md): it prints admin.conf to its log as
  * one framed line, which kud-job-launch reads and writes into the Secret.

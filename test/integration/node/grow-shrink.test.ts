@@ -210,6 +210,19 @@ describe('grow and shrink a Ready cluster', () => {
         ),
       { what: 'the kubeconfig Secret', timeoutMs: 120_000, intervalMs: 500 },
     );
+    const secretName = `${name}-admin-kubeconfig`;
+    const published = await core.readNamespacedSecret({ namespace, name: secretName });
+    const edited = Buffer.from(
+      Buffer.from(published.data!.value!, 'base64')
+        .toString('utf8')
+        .replace(/server: .*/, 'server: https://127.0.0.1:1'),
+    ).toString('base64');
+    await core.replaceNamespacedSecret({
+      namespace,
+      name: secretName,
+      body: { ...published, data: { value: edited } },
+    });
+    published.metadata = { ...published.metadata, resourceVersion: undefined };
     // Shrink: drained through the published kubeconfig, then remove-node.yml with the node still in the inventory.
     const shrunk = await setWorkers([hosts.worker2]);
     // Resolved for the new spec, before any Job: the leaving worker is still a cluster member, so
@@ -226,6 +239,20 @@ describe('grow and shrink a Ready cluster', () => {
     );
     expect(resolved.status?.retainedHosts?.map((h) => h.name)).toEqual([hosts.worker1.bmhName]);
     expect(await consumerOf(hosts.worker1.bmhName)).toMatchObject({ name });
+    // The Secret was edited by the tenant (pointed elsewhere) before this shrink: the drain refuses
+    // it, nothing is removed; restored, the shrink goes on.
+    const refused = await waitFor(
+      async () => {
+        const found = (await read()).status?.conditions?.find(
+          (c) => c.type === 'JobLaunched' && c.reason === 'DrainFailed',
+        );
+        return found?.message?.includes('is not the one the functions published') ? found : undefined;
+      },
+      { what: 'the drain refusing an edited kubeconfig', timeoutMs: 120_000, intervalMs: 200 },
+    );
+    expect(refused.status).toBe('Unknown');
+    expect(await jobLine()).toMatch(/--scale gs-worker-2$/);
+    await core.replaceNamespacedSecret({ namespace, name: secretName, body: published });
     await readyFor(shrunk);
     expect(await jobLine()).toMatch(new RegExp(`\\./installer --cluster ${name} --remove-node gs-worker-1$`));
     const removeLog = await jobPodLog(cluster.kubeConfig, functionsNamespace, `kud-${name}`);
