@@ -3,7 +3,8 @@
  * real HTTP servers, against KubeVirt's real VirtualMachineInstance CRD (kubevirt.io/kubevirt
  * v1.8.0, test/fixtures/kubevirt) installed into the run's API server: the VMIs of the render
  * golden (test/fixtures/render/vmis) are stored and validated by KubeVirt's own schema, and the
- * inventory the chain writes is the one `bpa render --vmis` prints.
+ * inventory the chain writes is the one `bpa render --vmis` prints. VMIs count only in
+ * VM_NAMESPACES (contract section 12), as Virtlet pods do.
  *
  * IMITATION: no KubeVirt controllers run; the test writes each VMI's status as virt-handler
  * would (test/support/kubevirt.ts).
@@ -14,6 +15,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { EventTypes } from '../../../shared/events/types.js';
 import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
 import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
+import { createNamespace, deleteNamespace, uniqueNamespaceName } from '../../../local/control-plane/index.js';
 import { useTestCluster } from '../../support/cluster.js';
 import {
   createVmi,
@@ -171,5 +173,57 @@ describe('kubevirt-vm clusters from VirtualMachineInstances', () => {
     expect(resolved.status?.nodes?.map((n) => [n.label, n.ip, n.source])).toEqual([
       ['kv-booting', '10.244.2.13', 'kubevirt-vmi'],
     ]);
+  });
+
+  it('takes VMIs from VM_NAMESPACES only, and says so when none is configured', async () => {
+    // A tenant's own namespace, not a VM namespace: a VMI there claiming a MAC answers for nothing.
+    const elsewhere = await createNamespace(cluster.kubeConfig, uniqueNamespaceName('kv-tenant'));
+    try {
+      await createVmi(cluster.kubeConfig, elsewhere, {
+        ...vmis.get('kv-worker')!,
+        metadata: { ...vmis.get('kv-worker')!.metadata, name: 'lookalike' },
+        status: {
+          phase: 'Running',
+          interfaces: [{ name: 'default', mac: '52:54:00:6b:00:0f', ipAddress: '10.66.0.15' }],
+        },
+      });
+      await provision('kv-lookalike', 'kv-lookalike', [['m', '52:54:00:6b:00:0f']]);
+      expect(
+        conditionOf(
+          await readProvisioning(cluster.kubeConfig, cluster.namespace, 'kv-lookalike'),
+          'HostsResolved',
+        ),
+      ).toMatchObject({ status: 'False', reason: 'VmNotFound' });
+    } finally {
+      await deleteNamespace(cluster.kubeConfig, elsewhere);
+    }
+
+    const unconfigured = new ChainHarness(cluster.kubeConfig, {});
+    await unconfigured.start([hostLookup]);
+    try {
+      const created = await createProvisioning(
+        cluster.kubeConfig,
+        provisioningObject({
+          name: 'kv-unconfigured',
+          namespace: cluster.namespace,
+          cluster: 'kv-unconfigured',
+          clusterType: 'kubevirt-vm',
+          masters: [{ label: 'm', mac: '52:54:00:6b:00:01' }],
+        }),
+      );
+      await unconfigured.publish(sourceEvent('add', created));
+      expect(
+        conditionOf(
+          await readProvisioning(cluster.kubeConfig, cluster.namespace, 'kv-unconfigured'),
+          'HostsResolved',
+        ),
+      ).toMatchObject({
+        status: 'False',
+        reason: 'VmNamespacesNotConfigured',
+        message: expect.stringContaining('cluster-type kubevirt-vm needs VM_NAMESPACES'),
+      });
+    } finally {
+      await unconfigured.stop();
+    }
   });
 });
