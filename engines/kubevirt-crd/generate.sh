@@ -7,10 +7,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 version=$(sed -n 's#^\s*kubevirt.io/kubevirt \(v[^ ]*\)$#\1#p' "$here/go.mod")
+api_version=$(sed -n 's#^\s*kubevirt.io/api \(v[^ ]*\).*#\1#p' "$here/go.mod")
 out="$here/../../test/fixtures/kubevirt/virtualmachineinstances.kubevirt.io.yaml"
 {
   echo "# KubeVirt's VirtualMachineInstance CRD, generated, not written by hand: DO NOT EDIT."
-  echo "# Origin: Go module kubevirt.io/kubevirt ${version} (with kubevirt.io/api ${version}), from the"
+  echo "# Origin: Go module kubevirt.io/kubevirt ${version} (with kubevirt.io/api ${api_version}), from the"
   echo "# Go module proxy; printed by engines/kubevirt-crd (components.NewVirtualMachineInstanceCrd() of"
   echo "# pkg/virt-operator/resource/generate/components, with the OpenAPI validation KubeVirt generates"
   echo "# from its API types), the CRD virt-operator installs. Regenerate: engines/kubevirt-crd/generate.sh."

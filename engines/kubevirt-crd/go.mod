@@ -99,7 +99,7 @@ require (
 )
 
 // Copied from kubevirt.io/kubevirt v1.8.0's go.mod: a dependency's replace directives are not applied,
-// and its staging modules (kubevirt.io/api, kubevirt.io/client-go) are taken at the same tag.
+// and its staging module kubevirt.io/api is taken at the same tag (from the Go module proxy).
 replace (
 	github.com/nxadm/tail => github.com/nxadm/tail v0.0.0-20211216163028-4472660a31a6
 	github.com/openshift/api => github.com/openshift/api v0.0.0-20210105115604-44119421ec6b
