@@ -49,7 +49,11 @@ export const conditionReasons = {
   // Provisioning: the world is not (yet) as the spec says.
   HostNotFound: { status: 'False', means: 'No BareMetalHost has the MAC address', sweep: 'retry' },
   IpAddressNotFound: { status: 'False', means: 'No IP source knows the MAC address', sweep: 'retry' },
-  VmNotFound: { status: 'False', means: 'No running Virtlet VM has the MAC address', sweep: 'retry' },
+  VmNotFound: {
+    status: 'False',
+    means: 'No running VM (Virtlet pod or KubeVirt VirtualMachineInstance) has the MAC address',
+    sweep: 'retry',
+  },
   ImageNotFound: {
     status: 'False',
     means: 'spec.image names an Image that is not in the namespace; nothing is written to the hosts',
@@ -131,7 +135,7 @@ export const conditionReasons = {
   },
   VmNamespacesNotConfigured: {
     status: 'False',
-    means: 'cluster-type virtlet-vm but no VM_NAMESPACES configured',
+    means: 'cluster-type virtlet-vm or kubevirt-vm but no VM_NAMESPACES configured',
     sweep: 'retry',
   },
   Pending: {

@@ -8,11 +8,13 @@ import { nodeMacsOf } from '../../shared/core/node-plan.js';
 import { renderCluster, type RenderedCluster } from '../../shared/core/render.js';
 import type { KudJobOptions } from '../../shared/core/kud-job.js';
 import { podSchema } from '../../shared/schemas/pod.js';
+import { vmiSchema } from '../../shared/schemas/vmi.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import type { CliCommand } from '../command.js';
 import { UsageError } from '../command.js';
 
-const usage = `Usage: bpa render --provisioning FILE [--hosts FILE] [--leases FILE] [--pods FILE] [--output ini|json]
+const usage = `Usage: bpa render --provisioning FILE [--hosts FILE] [--leases FILE] [--pods FILE]
+                  [--vmis FILE] [--output ini|json]
 
 Dry run: resolve a Provisioning's nodes and print what would be installed, without a cluster.
 
@@ -22,6 +24,8 @@ Options:
   --leases FILE        a DHCP lease file, ISC dhcpd.leases or dnsmasq (detected); tried before the
                        hosts' inspected NICs
   --pods FILE          Pods, for a Provisioning labelled cluster-type: virtlet-vm (same forms as --hosts)
+  --vmis FILE          KubeVirt VirtualMachineInstances, for cluster-type: kubevirt-vm (same forms as
+                       --hosts): the Running ones, MAC and IP from status.interfaces[]
   --output ini|json    ini (default): the hosts.ini text; json: cluster, clusterType, nodes,
                        inventory, job and clusterConfigMap
   -h, --help           show this help
@@ -44,6 +48,7 @@ export interface RenderInputs {
   hosts?: InputText;
   leases?: InputText;
   pods?: InputText;
+  vmis?: InputText;
 }
 
 /**
@@ -59,10 +64,16 @@ export function renderFromContents(inputs: RenderInputs, jobOptions: KudJobOptio
   const only = nodeMacsOf(provisioning.spec);
   const hostsByMac = inputs.hosts && fromFile(inputs.hosts, (text) => indexHostsFile(text, only));
   const pods = inputs.pods && fromFile(inputs.pods, (text) => validateObjects(parseObjects(text), podSchema));
+  const vmis = inputs.vmis && fromFile(inputs.vmis, (text) => validateObjects(parseObjects(text), vmiSchema));
   const leases = inputs.leases && fromFile(inputs.leases, (text) => parseLeases(text));
   return renderCluster(
     provisioning,
-    { ...(hostsByMac && { hostsByMac }), ...(pods && { pods }), ...(leases && { leases }) },
+    {
+      ...(hostsByMac && { hostsByMac }),
+      ...(pods && { pods }),
+      ...(vmis && { vmis }),
+      ...(leases && { leases }),
+    },
     jobOptions,
   );
 }
@@ -94,6 +105,7 @@ function parseRenderArgs(argv: string[]) {
         hosts: { type: 'string' },
         leases: { type: 'string' },
         pods: { type: 'string' },
+        vmis: { type: 'string' },
         output: { type: 'string', default: 'ini' },
       },
     });
@@ -130,11 +142,12 @@ export const renderCommand: CliCommand = {
   usage,
   run: async (argv, io) => {
     const options = parseRenderArgs(argv);
-    const [provisioning, hosts, leases, pods] = await Promise.all([
+    const [provisioning, hosts, leases, pods, vmis] = await Promise.all([
       readInput(options.provisioning),
       readInput(options.hosts),
       readInput(options.leases),
       readInput(options.pods),
+      readInput(options.vmis),
     ]);
     let rendered: RenderedCluster;
     try {
@@ -143,6 +156,7 @@ export const renderCommand: CliCommand = {
         ...(hosts && { hosts }),
         ...(leases && { leases }),
         ...(pods && { pods }),
+        ...(vmis && { vmis }),
       });
     } catch (error) {
       if (error instanceof BpaError) {

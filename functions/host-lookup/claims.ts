@@ -9,9 +9,11 @@ import {
 } from '../../shared/core/host-claim.js';
 import type { HostMacEntry } from '../../shared/core/host-index.js';
 import type { VirtletVm } from '../../shared/core/pod-index.js';
+import type { KubevirtVm } from '../../shared/core/vmi-index.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import {
   claimBareMetalHost,
+  claimVmi,
   claimVmPod,
   holderIsGone,
   releaseHost,
@@ -31,7 +33,7 @@ import type { ClusterFacts } from './cluster-facts.js';
  * it is touched.
  */
 
-/** One node's host as the lookup found it: a BareMetalHost (index entry) or a VM pod. */
+/** One node's host as the lookup found it: a BareMetalHost (index entry), a VM pod or a VMI. */
 export interface NodeHost {
   mac: string;
   kind: ClaimedHost['kind'];
@@ -57,9 +59,17 @@ export const nodeHostOfVm = (mac: string, vm: VirtletVm): NodeHost => ({
   resourceVersion: vm.resourceVersion,
 });
 
+export const nodeHostOfVmi = (mac: string, vm: KubevirtVm): NodeHost => ({
+  mac,
+  kind: 'VirtualMachineInstance',
+  key: vm.vmi,
+  consumer: vm.consumer,
+  resourceVersion: vm.resourceVersion,
+});
+
 const idOf = (host: { kind: string; key: string }) => `${host.kind}:${host.key}`;
 const claimedOf = (host: NodeHost): ClaimedHost => ({ kind: host.kind, ...splitKey(host.key) });
-const what = (host: NodeHost) => (host.kind === 'Pod' ? 'VM' : 'Host');
+const what = (host: NodeHost) => (host.kind === 'BareMetalHost' ? 'Host' : 'VM');
 
 /**
  * What `owner` holds and no longer names: the hosts of status.claimedHosts and `seen` (those the
@@ -115,7 +125,7 @@ export async function firstInUse(
 ): Promise<string | undefined> {
   for (const host of hosts) {
     const verdict =
-      host.kind === 'Pod'
+      host.kind !== 'BareMetalHost'
         ? judgePodClaim(typeof host.consumer === 'string' ? host.consumer : undefined, owner)
         : judgeHostClaim(typeof host.consumer === 'object' ? host.consumer : undefined, owner);
     if (verdict.kind !== 'taken') continue;
@@ -147,7 +157,9 @@ export async function claimHosts(
     const result: ClaimResult =
       host.kind === 'Pod'
         ? await claimVmPod(clients, host.key, known, owner)
-        : await claimBareMetalHost(clients, host.key, known, owner);
+        : host.kind === 'VirtualMachineInstance'
+          ? await claimVmi(clients, host.key, known, owner)
+          : await claimBareMetalHost(clients, host.key, known, owner);
     if (result.kind === 'taken') {
       for (const undo of written) await releaseHost(clients, claimedOf(undo), owner);
       return { kind: 'in-use', message: hostInUseMessage(what(host), host.key, host.mac, result.holder) };

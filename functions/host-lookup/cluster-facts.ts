@@ -1,11 +1,12 @@
 import { bareMetalHostSchema, type BareMetalHost } from '../../shared/schemas/bare-metal-host.js';
 import { podSchema, type Pod } from '../../shared/schemas/pod.js';
+import { vmiSchema, type VirtualMachineInstance } from '../../shared/schemas/vmi.js';
 import { indexHostsByMac, type HostMacEntry } from '../../shared/core/host-index.js';
 import { judgeHostClaim, type ClaimOwner } from '../../shared/core/host-claim.js';
 import type { LeaseIndex } from '../../shared/core/leases.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { callApi } from '../../shared/k8s/api-errors.js';
-import { bareMetalHostsResource } from '../../shared/k8s/resources.js';
+import { bareMetalHostsResource, virtualMachineInstancesResource } from '../../shared/k8s/resources.js';
 import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
 import { BpaError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
@@ -33,6 +34,7 @@ export function clusterFactsFor(context: FunctionContext<HostLookupConfig>): Clu
 export class ClusterFacts {
   private hosts?: Promise<BareMetalHost[]>;
   private pods?: Promise<Pod[]>;
+  private vmis?: Promise<VirtualMachineInstance[]>;
   private leases?: Promise<LeaseIndex | undefined>;
 
   constructor(
@@ -78,13 +80,7 @@ export class ClusterFacts {
    */
   runningPods(): Promise<Pod[]> {
     const namespaces = this.config.VM_NAMESPACES;
-    if (namespaces.length === 0)
-      return Promise.reject(
-        new BpaError(
-          'VmNamespacesNotConfigured',
-          'cluster-type virtlet-vm needs VM_NAMESPACES: the namespaces whose Running pods may be taken as Virtlet VMs (none is configured)',
-        ),
-      );
+    if (namespaces.length === 0) return Promise.reject(vmNamespacesNotConfigured('virtlet-vm'));
     this.pods ??= Promise.all(
       namespaces.map((namespace) =>
         callApi(`list running pods in namespace ${namespace}`, () =>
@@ -100,12 +96,37 @@ export class ClusterFacts {
     return this.pods;
   }
 
+  /**
+   * The VirtualMachineInstances of the configured VM_NAMESPACES only, as the pods above (any
+   * tenant who may create VMIs could fake a MAC): one list per namespace and invocation, like the
+   * pods; only the Running ones count (shared/core/vmi-index.ts). A custom resource has no
+   * status.phase field selector, so the phase is filtered here.
+   */
+  vmisOfVmNamespaces(): Promise<VirtualMachineInstance[]> {
+    const namespaces = this.config.VM_NAMESPACES;
+    if (namespaces.length === 0) return Promise.reject(vmNamespacesNotConfigured('kubevirt-vm'));
+    this.vmis ??= Promise.all(
+      namespaces.map((namespace) =>
+        listCustomObjects(this.clients, virtualMachineInstancesResource, { namespace }),
+      ),
+    ).then((lists) => keepValid(lists.flat(), (item) => vmiSchema.safeParse(item)));
+    return this.vmis;
+  }
+
   dhcpLeases(): Promise<LeaseIndex | undefined> {
     const source = this.config.LEASES_SOURCE ? parseLeasesSource(this.config.LEASES_SOURCE) : undefined;
     this.leases ??= loadLeases(this.clients, source, this.log);
     return this.leases;
   }
 }
+
+const vmNamespacesNotConfigured = (clusterType: 'virtlet-vm' | 'kubevirt-vm') =>
+  new BpaError(
+    'VmNamespacesNotConfigured',
+    clusterType === 'virtlet-vm'
+      ? 'cluster-type virtlet-vm needs VM_NAMESPACES: the namespaces whose Running pods may be taken as Virtlet VMs (none is configured)'
+      : 'cluster-type kubevirt-vm needs VM_NAMESPACES: the namespaces whose Running VirtualMachineInstances may be taken as nodes (none is configured)',
+  );
 
 function keepValid<T>(
   items: readonly unknown[],

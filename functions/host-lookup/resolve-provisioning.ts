@@ -13,12 +13,11 @@ import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor } from '../../shared/k8s/conditions.js';
 import {
   claimedHostsField,
-  podConsumerAnnotation,
   retainedHostsField,
   splitKey,
   type ClaimedHost,
 } from '../../shared/core/host-claim.js';
-import { indexVirtletVmsByMac } from '../../shared/core/pod-index.js';
+import { clusterTypeOf, isVmCluster } from '../../shared/core/cluster-type.js';
 import { claimOwnerOf } from '../../shared/k8s/host-claims.js';
 import { BpaError } from '../../shared/errors.js';
 import { EventTypes } from '../../shared/events/types.js';
@@ -42,16 +41,9 @@ import type { FunctionContext } from '../../shared/server/types.js';
 import type { ClusterFacts } from './cluster-facts.js';
 import type { HostLookupConfig } from './config.js';
 import { applyHostImages, imageForHosts, type HostImageReport } from './host-images.js';
-import {
-  claimHosts,
-  firstInUse,
-  nodeHostOfEntry,
-  nodeHostOfVm,
-  releaseUnnamed,
-  type NodeHost,
-} from './claims.js';
-import { judgePodClaim } from '../../shared/core/host-claim.js';
+import { claimHosts, firstInUse, nodeHostOfEntry, releaseUnnamed, type NodeHost } from './claims.js';
 import { claimCluster } from './lifecycle.js';
+import { vmHostsOf } from './vm-hosts.js';
 import { nodesResolved } from './metrics.js';
 
 export type ResolveOutcome =
@@ -80,8 +72,8 @@ export type ResolveOutcome =
  * spec.image, then Metal3's verdict on every host (contract section 13):
  * waiting (HostsResolved Unknown, WaitingForProvisioning) until each is `provisioned` or
  * `externally provisioned`, HostProvisioningFailed in an error state; only then the IPs, read
- * from the hosts as they are after provisioning. Virtlet VMs are pods, not Metal3 hosts: their
- * IPs are resolved before the claim, and nothing is waited for.
+ * from the hosts as they are after provisioning. VMs (Virtlet pods, KubeVirt VMIs) are not Metal3
+ * hosts: their IPs are resolved before the claim, and nothing is waited for.
  */
 export async function resolveProvisioning(
   context: FunctionContext<HostLookupConfig>,
@@ -119,12 +111,12 @@ export async function resolveProvisioning(
     if (!(error instanceof BpaError) || error.kind !== 'invalid') throw error;
     return fail(error.reason, error.message);
   }
-  const virtlet = provisioning.metadata.labels['cluster-type'] === 'virtlet-vm';
+  const clusterType = clusterTypeOf(provisioning);
   const imageName = provisioning.spec.image?.name;
-  if (virtlet && imageName)
+  if (isVmCluster(clusterType) && imageName)
     return fail(
       Reason.InvalidProvisioning,
-      `Provisioning ${live.metadata.namespace}/${live.metadata.name} names Image ${imageName}, but spec.image is for bare-metal hosts and cluster-type is virtlet-vm`,
+      `Provisioning ${live.metadata.namespace}/${live.metadata.name} names Image ${imageName}, but spec.image is for bare-metal hosts and cluster-type is ${clusterType}`,
     );
   const claim = await claimCluster(
     clients,
@@ -135,12 +127,12 @@ export async function resolveProvisioning(
   // Touches nothing else; the sweep retries, so it proceeds once the owner is deleted.
   if (claim.kind === 'taken') return fail(Reason.ClusterNameInUse, claim.message);
   const owner = claimOwnerOf(live);
-  /** Virtlet: resolved before the claim. Bare metal: once Metal3 has provisioned every host. */
+  /** VMs: resolved before the claim. Bare metal: once Metal3 has provisioned every host. */
   let resolved: ResolvedCluster | undefined;
   /** Bare metal: each node's BareMetalHost as the index has it (state, NICs). */
   let hostsByMac: ReadonlyMap<string, HostMacEntry> | undefined;
   let input: ResolutionInput;
-  /** Each node's host (BareMetalHost or VM pod), as the lookup found it: what is claimed. */
+  /** Each node's host (BareMetalHost, VM pod or VMI), as the lookup found it: what is claimed. */
   let nodeHosts: NodeHost[];
   /** Hosts whose nodes left the spec of an installed cluster: kept claimed (claims.ts). */
   let retained: ClaimedHost[];
@@ -148,21 +140,11 @@ export async function resolveProvisioning(
     const plan = planNodes(provisioning.spec);
     const macs = plan.nodes.map((n) => n.mac);
     let named: NodeHost[];
-    if (virtlet) {
-      const pods = await facts.runningPods();
-      input = { pods };
-      const vms = indexVirtletVmsByMac(pods);
-      named = macs.flatMap((mac) => {
-        const vm = vms.get(mac);
-        return vm ? [nodeHostOfVm(mac, vm)] : [];
-      });
-      // Running VM pods this Provisioning holds by annotation: released when no longer named.
-      const seen = pods.flatMap((pod) =>
-        judgePodClaim(pod.metadata.annotations?.[podConsumerAnnotation], owner).kind === 'mine'
-          ? [{ kind: 'Pod' as const, namespace: pod.metadata.namespace ?? '', name: pod.metadata.name }]
-          : [],
-      );
-      retained = await releaseUnnamed(clients, live, owner, named, seen, context.log);
+    if (isVmCluster(clusterType)) {
+      const vms = await vmHostsOf(facts, clusterType, macs, owner);
+      input = vms.input;
+      named = vms.named;
+      retained = await releaseUnnamed(clients, live, owner, named, vms.seen, context.log);
     } else {
       const byMac = await facts.hostsByMac(new Set(macs));
       hostsByMac = byMac;
@@ -247,7 +229,7 @@ export async function resolveProvisioning(
     }
   }
   if (!resolved) throw new Error('host-lookup: nodes neither resolved nor waited for');
-  const { nodes, clusterType } = resolved;
+  const { nodes } = resolved;
 
   const ref = provisioningRef(live);
   const cluster = provisioning.metadata.labels.cluster;

@@ -23,6 +23,7 @@ import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { advanceDeletion } from './deletion.js';
 import { advanceKubeconfig, awaitsKubeconfig } from './kubeconfig.js';
+import { clusterTypeOfLabel } from '../../shared/core/cluster-type.js';
 import { launchJob } from './launch-job.js';
 import { awaitsCompletion, recordProgress } from './record-progress.js';
 import { releaseRenamed, releasesRenamed } from './release-renamed.js';
@@ -130,7 +131,7 @@ async function relaunchMissing(
   return launchJob(context, clients, {
     provisioning: ref,
     cluster,
-    clusterType: item.metadata.labels?.['cluster-type'] === 'virtlet-vm' ? 'virtlet-vm' : 'baremetal',
+    clusterType: clusterTypeOfLabel(item.metadata.labels?.['cluster-type']),
     configMap: `${cluster}-inventory`,
     inventorySha256: '0'.repeat(64), // not read: launchJob reads the stored inventory
   });

@@ -5,7 +5,8 @@ import { provisioningApiVersion, provisioningKind } from '../schemas/provisionin
 /**
  * One owner per host (contract section 12, ADR 0013 point 3): a BareMetalHost serves one
  * Provisioning at a time, the Metal3 way. Its `spec.consumerRef` names the Provisioning that uses
- * it, as Cluster API's Metal3Machine does; a Virtlet VM pod carries the annotation
+ * it, as Cluster API's Metal3Machine does; a VM (a Virtlet VM pod, a KubeVirt
+ * VirtualMachineInstance) carries the annotation
  * `bpa.akraino.org/consumer: <namespace>/<name>/<uid>` instead. These are the pure decisions;
  * shared/k8s/host-claims.ts writes them with the object's resourceVersion as precondition.
  */
@@ -33,7 +34,7 @@ export type ClaimVerdict =
   /** Someone else: the claim stands unless the holder is a Provisioning that is gone. */
   | { kind: 'taken'; holder: ClaimHolder };
 
-/** Annotation of a Virtlet VM pod claimed by a Provisioning: `<namespace>/<name>/<uid>`. */
+/** Annotation of a VM (Virtlet pod or KubeVirt VMI) claimed by a Provisioning: `<namespace>/<name>/<uid>`. */
 export const podConsumerAnnotation = 'bpa.akraino.org/consumer';
 
 /** The consumerRef this project writes: Metal3's schema keeps apiVersion, kind, namespace, name, uid. */
@@ -75,7 +76,7 @@ export function judgeHostClaim(ref: ConsumerRef | null | undefined, owner: Claim
 /** The pod annotation's value for `owner`. */
 export const podConsumerValue = (owner: ClaimOwner) => `${owner.namespace}/${owner.name}/${owner.uid}`;
 
-/** What a VM pod's `bpa.akraino.org/consumer` annotation means for `owner` (as judgeHostClaim). */
+/** What a VM's `bpa.akraino.org/consumer` annotation means for `owner` (as judgeHostClaim). */
 export function judgePodClaim(value: string | undefined, owner: ClaimOwner): ClaimVerdict {
   if (value === undefined || value.trim() === '') return { kind: 'free' };
   const parts = value.split('/');
@@ -106,7 +107,7 @@ export function hostInUseMessage(
  * that kud-job-launch can release them on deletion without listing every host.
  */
 export const claimedHostSchema = z.object({
-  kind: z.enum(['BareMetalHost', 'Pod']),
+  kind: z.enum(['BareMetalHost', 'Pod', 'VirtualMachineInstance']),
   namespace: z.string().min(1),
   name: z.string().min(1),
 });

@@ -1,4 +1,5 @@
 import type { ClusterType, ResolvedNode } from '../schemas/node.js';
+import { isVmCluster } from './cluster-type.js';
 
 export interface InventoryInput {
   clusterType: ClusterType;
@@ -11,10 +12,11 @@ export interface InventoryInput {
 /**
  * The KUD Ansible inventory, byte for byte as contract section 4 shows it: two spaces after
  * the label on `[all]` lines, one blank line between sections, a final newline. The OVN and
- * Virtlet sections are left out for Virtlet VM clusters, whose `[all]` lines log in as root.
+ * Virtlet sections are left out for VM clusters (Virtlet or KubeVirt), whose `[all]` lines log in
+ * as root.
  */
 export function renderHostsIni({ clusterType, nodes, workerOrder }: InventoryInput): string {
-  const virtlet = clusterType === 'virtlet-vm';
+  const virtlet = isVmCluster(clusterType);
   const masters = nodes.filter((node) => node.roles.includes('master')).map((node) => node.label);
   const workers = workerOrder
     ? [...workerOrder]

@@ -2,13 +2,15 @@ import { BpaError } from '../errors.js';
 import type { BareMetalHost } from '../schemas/bare-metal-host.js';
 import type { ClusterType, IpSource, ResolvedNode } from '../schemas/node.js';
 import type { Pod } from '../schemas/pod.js';
+import type { VirtualMachineInstance } from '../schemas/vmi.js';
 import type { Provisioning } from '../schemas/provisioning.js';
 import { clusterTypeOf } from './cluster-type.js';
 import { hostNicIp, indexHostsByMac, type HostMacEntry } from './host-index.js';
 import type { LeaseIndex } from './leases.js';
 import { planNodes, type NodePlan } from './node-plan.js';
-import { indexVirtletVmsByMac, type VirtletVm } from './pod-index.js';
+import { indexVirtletVmsByMac } from './pod-index.js';
 import { preflight } from './preflight.js';
+import { indexKubevirtVmsByMac } from './vmi-index.js';
 
 /** Where bare-metal IPs may come from, in the order they are tried. */
 export type IpSourceName = 'leases' | 'nics';
@@ -34,6 +36,8 @@ export interface ResolutionInput {
   leases?: LeaseIndex;
   /** Pods (Virtlet path). */
   pods?: readonly Pod[];
+  /** VirtualMachineInstances (KubeVirt path). */
+  vmis?: readonly VirtualMachineInstance[];
   /** IP sources in order. Default: `leases` when a lease file is given, then `nics`. */
   ipSources?: readonly IpSourceName[];
 }
@@ -44,7 +48,10 @@ export function resolveCluster(provisioning: Provisioning, input: ResolutionInpu
   const clusterType = clusterTypeOf(provisioning);
   const plan = planNodes(provisioning.spec);
   let nodes: ResolvedNode[];
-  if (clusterType === 'virtlet-vm') nodes = resolveVirtletNodes(plan, indexVirtletVmsByMac(input.pods ?? []));
+  if (clusterType === 'virtlet-vm')
+    nodes = resolveVmNodes(plan, indexVirtletVmsByMac(input.pods ?? []), 'virtlet-pod');
+  else if (clusterType === 'kubevirt-vm')
+    nodes = resolveVmNodes(plan, indexKubevirtVmsByMac(input.vmis ?? []), 'kubevirt-vmi');
   else {
     const hostsByMac = input.hostsByMac ?? indexNodeHosts(plan, input.hosts ?? []);
     // Every host first (HostNotFound), then the preflight (contract section 14) on what the
@@ -113,9 +120,15 @@ function ipFrom(
   return ip ? { ip, source: 'host-nics' } : undefined;
 }
 
-export function resolveVirtletNodes(
+/**
+ * The nodes of a VM cluster, Virtlet pods or KubeVirt VMIs alike (contract sections 3 and 14):
+ * no running VM with the MAC is VmNotFound, one without an IP yet IpAddressNotFound; both retried
+ * by the sweep, with the contract's one message.
+ */
+export function resolveVmNodes(
   plan: NodePlan,
-  vmsByMac: ReadonlyMap<string, VirtletVm>,
+  vmsByMac: ReadonlyMap<string, { ip?: string }>,
+  source: Extract<IpSource, 'virtlet-pod' | 'kubevirt-vmi'>,
 ): ResolvedNode[] {
   return plan.nodes.map(({ label, mac, roles }) => {
     const vm = vmsByMac.get(mac);
@@ -127,6 +140,6 @@ export function resolveVirtletNodes(
         'resolution',
         { node: label, macAddress: mac },
       );
-    return { label, roles: [...roles], mac, ip, source: 'virtlet-pod' };
+    return { label, roles: [...roles], mac, ip, source };
   });
 }

@@ -21,13 +21,13 @@ import { classifyApiError, isConflict, isNotFound, readOrUndefined } from './api
 import type { KubeClients } from './clients.js';
 import { getCustomObject } from './custom-objects.js';
 import { readProvisioning } from './provisioning.js';
-import { bareMetalHostsResource } from './resources.js';
+import { bareMetalHostsResource, virtualMachineInstancesResource, type CustomResource } from './resources.js';
 import type { StoredObject } from './stored-object.js';
 
 /**
  * Host claims in the API (ADR 0013 point 3; the decisions are in shared/core/host-claim.ts):
- * a BareMetalHost's `spec.consumerRef`, a Virtlet VM pod's `bpa.akraino.org/consumer`
- * annotation. Every write is a merge patch carrying the resourceVersion the decision was made
+ * a BareMetalHost's `spec.consumerRef`, a VM's (Virtlet pod, KubeVirt VirtualMachineInstance)
+ * `bpa.akraino.org/consumer` annotation. Every write is a merge patch carrying the resourceVersion the decision was made
  * on, so two Provisionings racing for one host cannot both win: the loser's patch fails with 409
  * and it reads the host again and decides again. A claim costs one PATCH per host when the
  * caller's copy (host-lookup's watched index) is current, and nothing when the host is already
@@ -100,6 +100,49 @@ function bareMetalHostTarget(clients: KubeClients, key: string): ClaimTarget {
   };
 }
 
+/** The annotation claim of a VM: a Virtlet pod and a KubeVirt VMI are claimed alike. */
+const annotationClaim = {
+  judge: (consumer: ConsumerRef | string | undefined, owner: ClaimOwner) =>
+    judgePodClaim(typeof consumer === 'string' ? consumer : undefined, owner),
+  claimPatch: (resourceVersion: string, owner: ClaimOwner) => ({
+    metadata: { resourceVersion, annotations: { [podConsumerAnnotation]: podConsumerValue(owner) } },
+  }),
+  releasePatch: (live: StoredObject) => ({
+    metadata: {
+      resourceVersion: live.metadata.resourceVersion,
+      annotations: { [podConsumerAnnotation]: null },
+    },
+  }),
+};
+
+/** A custom resource claimed by annotation (KubeVirt's VirtualMachineInstance). */
+function annotatedCustomTarget(
+  clients: KubeClients,
+  resource: CustomResource,
+  what: string,
+  key: string,
+): ClaimTarget {
+  const { namespace, name } = splitKey(key);
+  return {
+    what: `${what} ${key}`,
+    async read() {
+      const object = await getCustomObject(clients, { resource, namespace, name });
+      if (!object) return undefined;
+      return {
+        resourceVersion: object.metadata.resourceVersion,
+        consumer: object.metadata.annotations?.[podConsumerAnnotation],
+        object,
+      };
+    },
+    ...annotationClaim,
+    patch: (body) =>
+      clients.custom.patchNamespacedCustomObject({ ...resource, namespace, name, body }, mergePatch),
+  };
+}
+
+const vmiTarget = (clients: KubeClients, key: string) =>
+  annotatedCustomTarget(clients, virtualMachineInstancesResource, 'VirtualMachineInstance', key);
+
 function podTarget(clients: KubeClients, key: string): ClaimTarget {
   const { namespace, name } = splitKey(key);
   return {
@@ -116,16 +159,7 @@ function podTarget(clients: KubeClients, key: string): ClaimTarget {
         object,
       };
     },
-    judge: (consumer, owner) => judgePodClaim(typeof consumer === 'string' ? consumer : undefined, owner),
-    claimPatch: (resourceVersion, owner) => ({
-      metadata: { resourceVersion, annotations: { [podConsumerAnnotation]: podConsumerValue(owner) } },
-    }),
-    releasePatch: (live) => ({
-      metadata: {
-        resourceVersion: live.metadata.resourceVersion,
-        annotations: { [podConsumerAnnotation]: null },
-      },
-    }),
+    ...annotationClaim,
     patch: (body) => clients.core.patchNamespacedPod({ namespace, name, body }, mergePatch),
   };
 }
@@ -207,13 +241,26 @@ export const claimVmPod = (
   owner: ClaimOwner,
 ) => claim(clients, podTarget(clients, key), known, owner);
 
+export const claimVmi = (
+  clients: KubeClients,
+  key: string,
+  known: KnownClaim | undefined,
+  owner: ClaimOwner,
+) => claim(clients, vmiTarget(clients, key), known, owner);
+
 export function releaseHost(
   clients: KubeClients,
   host: ClaimedHost,
   owner: ClaimOwner,
 ): Promise<ReleaseResult> {
   const key = `${host.namespace}/${host.name}`;
-  return release(host.kind === 'Pod' ? podTarget(clients, key) : bareMetalHostTarget(clients, key), owner);
+  const target =
+    host.kind === 'Pod'
+      ? podTarget(clients, key)
+      : host.kind === 'VirtualMachineInstance'
+        ? vmiTarget(clients, key)
+        : bareMetalHostTarget(clients, key);
+  return release(target, owner);
 }
 
 /** The owner a stored Provisioning claims as. */

@@ -20,6 +20,12 @@ export const bareMetalHostsResource: CustomResource = {
   version: 'v1alpha1',
   plural: 'baremetalhosts',
 };
+/** KubeVirt's VirtualMachineInstances: the nodes of `cluster-type: kubevirt-vm`. */
+export const virtualMachineInstancesResource: CustomResource = {
+  group: 'kubevirt.io',
+  version: 'v1',
+  plural: 'virtualmachineinstances',
+};
 
 /** The label that marks objects the functions create (and selects the Job ApiServerSource). */
 export const managedByLabel = 'app.kubernetes.io/managed-by';

@@ -9,7 +9,7 @@ export const nodeRoleSchema = z.enum(['master', 'worker']);
 export type NodeRole = z.infer<typeof nodeRoleSchema>;
 
 /** Where a node's IP address came from. */
-export const ipSourceSchema = z.enum(['dhcp-leases', 'host-nics', 'virtlet-pod']);
+export const ipSourceSchema = z.enum(['dhcp-leases', 'host-nics', 'virtlet-pod', 'kubevirt-vmi']);
 export type IpSource = z.infer<typeof ipSourceSchema>;
 
 /**
@@ -25,5 +25,5 @@ export const resolvedNodeSchema = z.object({
 });
 export type ResolvedNode = z.infer<typeof resolvedNodeSchema>;
 
-export const clusterTypeSchema = z.enum(['baremetal', 'virtlet-vm']);
+export const clusterTypeSchema = z.enum(['baremetal', 'virtlet-vm', 'kubevirt-vm']);
 export type ClusterType = z.infer<typeof clusterTypeSchema>;

@@ -5,8 +5,9 @@ import { resolvedNodeSchema } from './node.js';
 export const provisioningApiVersion = 'bpa.akraino.org/v1alpha1';
 export const provisioningKind = 'Provisioning';
 
-/** Label values selecting the Virtlet VM path; anything else is bare metal. */
+/** Label values selecting a VM path: Virtlet pods, or KubeVirt VMIs; anything else is bare metal. */
 export const virtletClusterType = 'virtlet-vm';
+export const kubevirtClusterType = 'kubevirt-vm';
 
 /** Cluster names are DNS-1123 labels of at most 59 characters, so that `kud-<cluster>` is a valid name. */
 export const clusterNameSchema = z

@@ -18,7 +18,10 @@ export const vmNamespaceRbac: KubernetesObject[] = [
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
     metadata: { name: 'bpa-functions:host-lookup-vms' },
-    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list', 'get', 'patch'] }],
+    rules: [
+      { apiGroups: [''], resources: ['pods'], verbs: ['list', 'get', 'patch'] },
+      { apiGroups: ['kubevirt.io'], resources: ['virtualmachineinstances'], verbs: ['list', 'get', 'patch'] },
+    ],
   } as KubernetesObject,
   {
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -32,7 +35,10 @@ export const vmNamespaceRbac: KubernetesObject[] = [
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
     metadata: { name: 'bpa-functions:kud-job-launch-vms' },
-    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }],
+    rules: [
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] },
+      { apiGroups: ['kubevirt.io'], resources: ['virtualmachineinstances'], verbs: ['get', 'patch'] },
+    ],
   } as KubernetesObject,
   {
     apiVersion: 'rbac.authorization.k8s.io/v1',

@@ -5,7 +5,7 @@
  * own ServiceAccount (TokenRequest) and runs behind its real HTTP server with nothing else. The
  * test drives every path that needs a permission: a Software waiting for its cluster, the
  * bare-metal chain to cluster.ready and the install over real sshd, a Virtlet cluster (VM pods
- * listed), a spec change that repeats every Event (patched), an inventory change that replaces
+ * listed), a KubeVirt cluster (VMIs listed, claimed, released; KubeVirt's real CRD), a spec change that repeats every Event (patched), an inventory change that replaces
  * the finished Job and rewrites both ConfigMaps, and each function's sweep. A missing rule is a
  * 403 and fails a step; at the end, the calls each function made (recorded per request, as the
  * authorizer sees them) must be exactly its rows of the table, so a rule nothing uses fails too.
@@ -43,6 +43,7 @@ import { asServiceAccount } from '../../support/service-account-kubeconfig.js';
 import { startSshHosts, type SshHosts } from '../../support/sshd.js';
 import { describeOnNode, kudTestImage, releaseKudJob, waitForJobEnd } from '../../support/node.js';
 import { createVmPod } from '../../support/vm-namespace.js';
+import { createVmi, fixtureVmis, installKubevirtCrd, readVmi } from '../../support/kubevirt.js';
 import {
   ChainHarness,
   jobUpdateEvent,
@@ -548,6 +549,41 @@ describeOnNode('each function under its own ServiceAccount', () => {
     // Its VM released (get, patch), after the cleanup (none: no KUD Job ran for it).
     const pod = await core().readNamespacedPod({ namespace, name: 'vm-2' });
     expect(pod.metadata?.annotations?.['bpa.akraino.org/consumer']).toBeUndefined();
+  });
+
+  it('runs host-lookup for a KubeVirt cluster (VMIs listed in VM_NAMESPACES only, claimed, released on deletion)', async () => {
+    const namespace = cluster.namespace;
+    await installKubevirtCrd(admin());
+    const vmis = fixtureVmis();
+    for (const name of ['kv-master', 'kv-worker']) await createVmi(admin(), namespace, vmis.get(name)!);
+    const created = await createProvisioning(
+      admin(),
+      provisioningObject({
+        name: 'kvms',
+        namespace,
+        cluster: 'kv-edge',
+        clusterType: 'kubevirt-vm',
+        masters: [{ label: 'kv-master', mac: '52:54:00:6b:00:01' }],
+        workers: [{ label: 'kv-worker', mac: '52:54:00:6b:00:02' }],
+      }),
+    );
+    // host-lookup alone: the KubeVirt cluster is never installed here.
+    expect((await chain.deliver('host-lookup', sourceEvent('add', created))).reply?.type).toBe(EventTypes.hostsResolved);
+    const consumer = async (name: string) =>
+      (await readVmi(admin(), namespace, name)).metadata.annotations?.['bpa.akraino.org/consumer'];
+    expect(await consumer('kv-worker')).toMatch(new RegExp(`^${namespace}/kvms/`));
+    // kv-worker leaves the spec: host-lookup releases it (get, patch).
+    const moved = await patchSpec('provisionings', 'kvms', { workers: [] });
+    expect((await chain.deliver('host-lookup', sourceEvent('update', moved))).reply?.type).toBe(EventTypes.hostsResolved);
+    expect(await consumer('kv-worker')).toBeUndefined();
+    expect(await consumer('kv-master')).toMatch(new RegExp(`^${namespace}/kvms/`));
+    // Deleted: kud-job-launch's sweep releases its VMI (get, patch) and removes the finalizer.
+    await custom().deleteNamespacedCustomObject({ ...bpaGroup, plural: 'provisionings', namespace, name: 'kvms' });
+    expect((await chain.deliver('kud-job-launch', pingEvent())).status).toBe(204);
+    await expect(
+      custom().getNamespacedCustomObject({ ...bpaGroup, plural: 'provisionings', namespace, name: 'kvms' }),
+    ).rejects.toMatchObject({ code: 404 });
+    expect(await consumer('kv-master')).toBeUndefined();
   });
 
   it('software-install replaces its own drifted installer Role, then notices an install Job that failed without recording an outcome (its sweep reads the Job)', async () => {

@@ -38,7 +38,7 @@ describe('bpa render: usage and bad input files (exit 2)', () => {
     const result = await run('--help');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
-      /^Usage: bpa render --provisioning FILE \[--hosts FILE\] \[--leases FILE\] \[--pods FILE\] \[--output ini\|json\]/,
+      /^Usage: bpa render --provisioning FILE \[--hosts FILE\] \[--leases FILE\] \[--pods FILE\]\n\s+\[--vmis FILE\] \[--output ini\|json\]/,
     );
   });
 

@@ -12,6 +12,7 @@ interface RenderCase {
   hosts?: string;
   leases?: string;
   pods?: string;
+  vmis?: string;
 }
 
 const fixture = (...parts: string[]) => join(fixturesRoot, 'render', ...parts);
@@ -21,6 +22,7 @@ function argsFor(c: RenderCase): string[] {
   if (c.hosts) args.push('--hosts', fixture('hosts', c.hosts));
   if (c.leases) args.push('--leases', fixture('leases', c.leases));
   if (c.pods) args.push('--pods', fixture('pods', c.pods));
+  if (c.vmis) args.push('--vmis', fixture('vmis', c.vmis));
   return args;
 }
 
@@ -44,6 +46,7 @@ const successes: RenderCase[] = [
   { name: 'dnsmasq', hosts, leases: 'dnsmasq.leases' },
   { name: 'hosts-as-list', hosts: 'host-list.json' },
   { name: 'virtlet', pods: 'pods.yaml' },
+  { name: 'kubevirt', vmis: 'vmis.yaml' },
 ];
 
 const failures: RenderCase[] = [
@@ -60,6 +63,8 @@ const failures: RenderCase[] = [
   { name: 'err-preflight', hosts },
   { name: 'err-virtlet-ip-not-found', pods: 'pods.yaml' },
   { name: 'err-virtlet-not-virtlet', pods: 'pods.yaml' },
+  { name: 'err-kubevirt-ip-not-found', vmis: 'vmis.yaml' },
+  { name: 'err-kubevirt-not-running', vmis: 'vmis.yaml' },
 ];
 
 describe('bpa render golden files', () => {

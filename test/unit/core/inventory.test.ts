@@ -84,6 +84,15 @@ describe('renderHostsIni', () => {
     ]);
   });
 
+  it('writes the Virtlet lines for KubeVirt VMs too (contract section 14)', () => {
+    expect(renderHostsIni({ clusterType: 'kubevirt-vm', nodes })).toBe(
+      renderHostsIni({ clusterType: 'virtlet-vm', nodes }),
+    );
+    expect(renderHostsIni({ clusterType: 'kubevirt-vm', nodes })).not.toBe(
+      renderHostsIni({ clusterType: 'baremetal', nodes }),
+    );
+  });
+
   it('lists masters that are also workers in [kube-node] in worker order, once in [all]', () => {
     const text = renderHostsIni({
       clusterType: 'baremetal',
