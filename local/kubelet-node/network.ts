@@ -1,0 +1,115 @@
+/**
+ * The node's addresses and its link to the machine. Each node takes a free index i (1-250): a veth
+ * pair `bkn<i>` (the machine's end, 10.249.<i>.1/30) to `eth0` in the node's network namespace
+ * (10.249.<i>.2, the node's InternalIP), and 10.248.<i>.0/24 for its pods. The kernel here has no
+ * `dummy` device, hence a veth; the pair goes away with the namespace. No default route in the node:
+ * nothing a pod sends can leave the machine.
+ */
+import { execFile } from 'node:child_process';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface NodeAddresses {
+  index: number;
+  /** The machine's end of the veth pair. */
+  hostInterface: string;
+  hostIp: string;
+  /** The node's InternalIP, on eth0 inside its namespace. */
+  nodeIp: string;
+  /** The node's pod subnet (CNI bridge cni0, host-local IPAM). */
+  podCidr: string;
+  /** All nodes' pod subnets: kube-proxy's clusterCIDR. */
+  clusterCidr: string;
+}
+
+export const addressesOf = (index: number): NodeAddresses => ({
+  index,
+  hostInterface: `bkn${index}`,
+  hostIp: `10.249.${index}.1`,
+  nodeIp: `10.249.${index}.2`,
+  podCidr: `10.248.${index}.0/24`,
+  clusterCidr: '10.248.0.0/16',
+});
+
+/** A free index: no interface of that name and no 10.249.<i>. address on the machine. */
+export async function pickAddresses(): Promise<NodeAddresses> {
+  const { stdout } = await run('ip', ['-o', 'addr', 'show']);
+  const { stdout: links } = await run('ip', ['-o', 'link', 'show']);
+  const taken = new Set<number>();
+  for (const match of stdout.matchAll(/10\.249\.(\d+)\./g)) taken.add(Number(match[1]));
+  for (const match of links.matchAll(/\bbkn(\d+)[@:]/g)) taken.add(Number(match[1]));
+  const free = Array.from({ length: 250 }, (_, i) => i + 1).filter((i) => !taken.has(i));
+  if (free.length === 0) throw new Error('no free node index (10.249.1-250.0/30 all in use)');
+  // Random among the free ones: two launchers racing rarely pick the same; `ip link add` refuses a clash.
+  return addressesOf(free[Math.floor(Math.random() * free.length)] ?? 1);
+}
+
+/**
+ * Creates the veth pair into the namespace of `nsPid` and addresses both ends. The node gets a
+ * route to the Service range through the machine's end, so the kubelet and kube-proxy (and a
+ * process on the node) can reach ClusterIPs as a pod does.
+ */
+export async function linkNode(addresses: NodeAddresses, nsPid: number, serviceCidr: string): Promise<void> {
+  const { hostInterface, hostIp, nodeIp } = addresses;
+  await run('ip', [
+    'link',
+    'add',
+    hostInterface,
+    'type',
+    'veth',
+    'peer',
+    'name',
+    'eth0',
+    'netns',
+    String(nsPid),
+  ]);
+  await run('ip', ['addr', 'add', `${hostIp}/30`, 'dev', hostInterface]);
+  await run('ip', ['link', 'set', hostInterface, 'up']);
+  const inNode = (args: string[]) =>
+    run('nsenter', ['--target', String(nsPid), '--net', '--', 'ip', ...args]);
+  await inNode(['addr', 'add', `${nodeIp}/30`, 'dev', 'eth0']);
+  await inNode(['link', 'set', 'eth0', 'up']);
+  await inNode(['link', 'set', 'lo', 'up']);
+  await inNode(['route', 'add', serviceCidr, 'via', hostIp]);
+}
+
+/**
+ * A TCP relay from the machine's end of the veth to the API server on 127.0.0.1: kube-apiserver
+ * binds loopback only, which the node's namespace cannot reach. TLS passes through untouched (the
+ * node names the server `kubernetes`, which its serving certificate holds).
+ */
+export async function startApiRelay(
+  listenIp: string,
+  target: URL,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((inbound) => {
+    const outbound = createConnection({ host: target.hostname, port: Number(target.port) });
+    for (const socket of [inbound, outbound]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => {
+        inbound.destroy();
+        outbound.destroy();
+      });
+    }
+    inbound.pipe(outbound);
+    outbound.pipe(inbound);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, listenIp, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
