@@ -8,3 +8,4 @@ export { buildOciImageTar } from './oci-layout.js';
 export { importImage, pauseImageName, writePauseImage } from './images.js';
 export type { CleanupTarget } from './cleanup.js';
 export { leftovers } from './cleanup.js';
+export { busyboxImage, writeBusyboxImage } from './busybox-image.js';

@@ -13,8 +13,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AppsV1Api, BatchV1Api, CoreV1Api, type V1Pod, type V1PodSpec } from '@kubernetes/client-node';
 import { startControlPlane, waitFor, type ControlPlane } from '../../../local/control-plane/index.js';
-import { startKubeletNode, type KubeletNode } from '../../../local/kubelet-node/index.js';
-import { busyboxImage, writeBusyboxImage } from '../../support/busybox-image.js';
+import {
+  busyboxImage,
+  startKubeletNode,
+  writeBusyboxImage,
+  type KubeletNode,
+} from '../../../local/kubelet-node/index.js';
 
 const notRoot = process.getuid?.() !== 0;
 if (notRoot)
@@ -240,6 +244,25 @@ describeAsRoot('the real node (containerd + kubelet + kube-proxy)', () => {
     );
     expect(terminated.reason).toBe('OOMKilled');
     expect(terminated.exitCode).toBe(137);
+  }, 120_000);
+
+  it('runs a second node beside the first, with addresses, interface and cgroups of its own', async () => {
+    if (!controlPlane || !node) throw new Error('no cluster');
+    const second = await startKubeletNode({ controlPlane });
+    try {
+      expect(second.name).not.toBe(node.name);
+      expect(second.addresses.nodeIp).not.toBe(node.addresses.nodeIp);
+      expect(second.addresses.podCidr).not.toBe(node.addresses.podCidr);
+      expect(second.cleanupTarget.cgroupName).not.toBe(node.cleanupTarget.cgroupName);
+      const ready = await apis().core.readNode({ name: second.name });
+      expect(ready.status?.conditions?.find((condition) => condition.type === 'Ready')?.status).toBe('True');
+    } finally {
+      await second.stop();
+    }
+    expect(second.leftovers()).toEqual([]);
+    // The first node is untouched by the second's clean-up.
+    const first = await apis().core.readNode({ name: node.name });
+    expect(first.status?.conditions?.find((condition) => condition.type === 'Ready')?.status).toBe('True');
   }, 120_000);
 
   it('stops leaving no process, cgroup, interface or directory, and deletes its Node', async () => {

@@ -1,5 +1,5 @@
 /**
- * The tests' own image for the real node: the machine's busybox (Debian's, dynamically linked) and
+ * A test image for the real node (its tests and bench): the machine's busybox (Debian's, dynamically linked) and
  * the libraries it loads, with one symlink per applet in /bin, as a reproducible OCI layout tar
  * (local/kubelet-node/oci-layout.ts: the same machine gives the same digest). No registry: the
  * node imports it (`ctr -n k8s.io images import`) and pods name it with imagePullPolicy Never.
@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildOciImageTar, type LayerEntry } from '../../local/kubelet-node/index.js';
+import { buildOciImageTar, type LayerEntry } from './oci-layout.js';
 
 export const busyboxImage = 'localhost/bpa/test-busybox:1';
 
