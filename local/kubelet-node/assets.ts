@@ -1,6 +1,6 @@
 /**
  * The real node's binaries: containerd, its runc v2 shim and ctr (engines/build.sh containerd),
- * kubelet, kube-proxy and pause (engines/build.sh node), and Debian's runc, CNI plugins, nft,
+ * kubelet, kube-proxy and pause (engines/build.sh node), CoreDNS (engines/build.sh coredns), and Debian's runc, CNI plugins, nft,
  * unshare and nsenter. build.sh answers from its per-version cache in milliseconds once built.
  */
 import { execFile } from 'node:child_process';
@@ -23,6 +23,8 @@ export interface NodeBinaries {
   runc: string;
   /** Directory of the CNI plugins (bridge, host-local, loopback, portmap). */
   cniDir: string;
+  /** CoreDNS (engines/build.sh coredns), the node's cluster DNS. */
+  coredns: string;
   /** Directory holding containerd-shim-runc-v2: containerd finds its shim on PATH. */
   containerdDir: string;
 }
@@ -65,7 +67,11 @@ export async function locateNodeBinaries(): Promise<NodeBinaries> {
       'internal',
     );
   }
-  const [containerdDir, nodeDir] = [await buildSet('containerd'), await buildSet('node')];
+  const [containerdDir, nodeDir, corednsDir] = [
+    await buildSet('containerd'),
+    await buildSet('node'),
+    await buildSet('coredns'),
+  ];
   return {
     containerd: join(containerdDir, 'containerd'),
     shim: join(containerdDir, 'containerd-shim-runc-v2'),
@@ -73,6 +79,7 @@ export async function locateNodeBinaries(): Promise<NodeBinaries> {
     kubelet: join(nodeDir, 'kubelet'),
     kubeProxy: join(nodeDir, 'kube-proxy'),
     pause: join(nodeDir, 'pause'),
+    coredns: join(corednsDir, 'coredns'),
     runc: '/usr/sbin/runc',
     cniDir: '/usr/lib/cni',
     containerdDir,

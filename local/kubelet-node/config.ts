@@ -27,7 +27,8 @@ export interface NodeConfigInput {
   clientCaFile: string;
   servingCertFile: string;
   servingKeyFile: string;
-  clusterDns?: string;
+  /** Run CoreDNS on the node and make it the pods' nameserver. */
+  clusterDns: boolean;
 }
 
 export interface NodeConfigFiles {
@@ -35,6 +36,7 @@ export interface NodeConfigFiles {
   kubelet: string;
   kubeProxy: string;
   kubeconfig: string;
+  corefile: string;
 }
 
 export const containerdSocket = '/run/containerd/containerd.sock';
@@ -122,7 +124,8 @@ function kubeletConfig(input: NodeConfigInput): Record<string, unknown> {
     podLogsDir: '/var/log/pods',
     resolvConf: join(input.workDir, 'resolv.conf'),
     clusterDomain: 'cluster.local',
-    ...(input.clusterDns ? { clusterDNS: [input.clusterDns] } : {}),
+    // CoreDNS listens on the node's own address; a pod reaches it through its bridge.
+    ...(input.clusterDns ? { clusterDNS: [input.addresses.nodeIp] } : {}),
     // Images are imported, never pulled: never collect them.
     imageGCHighThresholdPercent: 100,
     imageGCLowThresholdPercent: 99,
@@ -182,6 +185,24 @@ function kubeconfig(input: NodeConfigInput): Record<string, unknown> {
   };
 }
 
+/**
+ * CoreDNS, the node's cluster DNS: Services and pods of cluster.local from the API server. No
+ * `forward`: the machine is offline and nothing a pod asks may leave it, so other names fail.
+ */
+function corefile(input: NodeConfigInput, kubeconfigPath: string): string {
+  return `.:53 {
+    bind ${input.addresses.nodeIp}
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig ${kubeconfigPath} bpa
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 5
+}
+`;
+}
+
 /** Writes every file into the work directory and returns their paths. */
 export function writeNodeConfig(input: NodeConfigInput): NodeConfigFiles {
   const files: NodeConfigFiles = {
@@ -189,12 +210,14 @@ export function writeNodeConfig(input: NodeConfigInput): NodeConfigFiles {
     kubelet: join(input.workDir, 'kubelet.yaml'),
     kubeProxy: join(input.workDir, 'kube-proxy.yaml'),
     kubeconfig: join(input.workDir, 'kubeconfig'),
+    corefile: join(input.workDir, 'Corefile'),
   };
   writeFileSync(files.containerd, containerdToml(input));
   writeFileSync(join(input.workDir, 'cni', '10-bpa-node.conflist'), cniConfig(input));
   writeFileSync(files.kubelet, stringify(kubeletConfig(input)));
   writeFileSync(files.kubeProxy, stringify(kubeProxyConfig(input, files.kubeconfig)));
   writeFileSync(files.kubeconfig, stringify(kubeconfig(input)), { mode: 0o600 });
+  writeFileSync(files.corefile, corefile(input, files.kubeconfig));
   // Pods resolve nothing outside the cluster: no nameserver of the machine leaks in.
   writeFileSync(join(input.workDir, 'resolv.conf'), 'nameserver 127.0.0.1\noptions ndots:5\n');
   return files;

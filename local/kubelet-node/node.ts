@@ -33,8 +33,8 @@ export interface KubeletNodeOptions {
   nodeName?: string;
   /** OCI layout tars imported before the kubelet starts. */
   images?: string[];
-  /** The cluster DNS Service's IP, when one runs. */
-  clusterDns?: string;
+  /** Run CoreDNS on the node as the pods' nameserver (cluster.local). Default true. */
+  clusterDns?: boolean;
   /** Budget for Node Ready. Default 60 s. */
   readyTimeoutMs?: number;
   log?: (line: string) => void;
@@ -47,7 +47,9 @@ export interface KubeletNode {
   workDir: string;
   /** The namespace holder: `nsenter --target <pid> --net --mount` runs a command on the node. */
   sandboxPid: number;
-  processes: Record<'containerd' | 'kubelet' | 'kubeProxy', { pid: number; logPath: string }>;
+  processes: Record<'containerd' | 'kubelet' | 'kubeProxy', { pid: number; logPath: string }> & {
+    coredns?: { pid: number; logPath: string };
+  };
   /** Milliseconds from the call to containerd serving, to the kubelet started, to Node Ready. */
   timings: { containerdMs: number; kubeletStartedMs: number; readyMs: number };
   importImage(tarPath: string): Promise<string>;
@@ -165,7 +167,7 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
       clientCaFile: controlPlane.pki.ca.certFile,
       servingCertFile: serving.certFile,
       servingKeyFile: serving.keyFile,
-      clusterDns: options.clusterDns,
+      clusterDns: options.clusterDns ?? true,
     });
 
     inNode('containerd', binaries.containerd, ['--config', files.containerd]);
@@ -190,6 +192,10 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
     ]);
     const kubeletStartedMs = Date.now() - started;
     inNode('kube-proxy', binaries.kubeProxy, [`--config=${files.kubeProxy}`]);
+    const coredns =
+      (options.clusterDns ?? true)
+        ? inNode('coredns', binaries.coredns, ['-conf', files.corefile])
+        : undefined;
     await waitFor(
       async () => {
         const node = await core.readNode({ name });
@@ -212,7 +218,12 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
       addresses,
       workDir,
       sandboxPid: sandbox.pid,
-      processes: { containerd: info(containerd), kubelet: info(kubelet), kubeProxy: info(kubeProxy) },
+      processes: {
+        containerd: info(containerd),
+        kubelet: info(kubelet),
+        kubeProxy: info(kubeProxy),
+        ...(coredns ? { coredns: info(coredns) } : {}),
+      },
       timings: { containerdMs, kubeletStartedMs, readyMs },
       importImage: (tarPath) => importImage(sandbox.pid, binaries.ctr, tarPath),
       logTails,

@@ -31,6 +31,8 @@ const namespace = 'default';
 let controlPlane: ControlPlane | undefined;
 let node: KubeletNode | undefined;
 let scratch = '';
+/** The ClusterIP of Service `web` (made by the Deployment test). */
+let webClusterIp = '';
 const apis = () => {
   if (!controlPlane) throw new Error('no control plane');
   const kc = controlPlane.kubeConfig;
@@ -174,6 +176,7 @@ describeAsRoot('the real node (containerd + kubelet + kube-proxy)', () => {
       },
     });
     const clusterIp = service.spec?.clusterIP ?? '';
+    webClusterIp = clusterIp;
     expect(clusterIp).toMatch(/^10\.0\.0\./);
     // A client pod asks the ClusterIP (port 80) until kube-proxy has programmed it; only its
     // rules turn 10.0.0.x:80 into a pod's :8080.
@@ -215,6 +218,45 @@ describeAsRoot('the real node (containerd + kubelet + kube-proxy)', () => {
     expect(log).toContain('200 OK');
     expect(log).toContain(token);
   }, 200_000);
+
+  it("resolves the Service by name through the node's CoreDNS (search path and FQDN)", async () => {
+    const { core } = apis();
+    expect(webClusterIp).not.toBe('');
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'resolver' },
+        spec: onNode({
+          restartPolicy: 'Never',
+          containers: [
+            {
+              name: 'main',
+              // busybox nslookup asks the nameserver of the pod's resolv.conf, which the kubelet wrote.
+              command: [
+                'sh',
+                '-c',
+                'cat /etc/resolv.conf; for i in $(seq 30); do nslookup web.default.svc.cluster.local && break; sleep 1; done; ' +
+                  "printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc -w 2 web 80",
+              ],
+            },
+          ],
+        }),
+      },
+    });
+    await waitFor(
+      async () => {
+        const pod = await core.readNamespacedPod({ name: 'resolver', namespace });
+        return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed' ? true : undefined;
+      },
+      { what: 'pod resolver done', timeoutMs: 90_000, intervalMs: 500 },
+    );
+    const log = await core.readNamespacedPodLog({ name: 'resolver', namespace });
+    expect(log).toContain(`nameserver ${node?.addresses.nodeIp}`);
+    expect(log).toContain('search default.svc.cluster.local svc.cluster.local cluster.local');
+    expect(log).toMatch(new RegExp(`Address:\\s+${webClusterIp.replaceAll('.', '\\.')}`));
+    // The short name, through the search path, then kube-proxy.
+    expect(log).toContain('200 OK');
+  }, 120_000);
 
   it('enforces a memory limit: a container that outgrows 32Mi is OOMKilled', async () => {
     const { core } = apis();
