@@ -1,6 +1,7 @@
 /**
  * A test image for the real node (its tests and bench): the machine's busybox (Debian's, dynamically linked) and
- * the libraries it loads, with one symlink per applet in /bin, as a reproducible OCI layout tar
+ * the libraries it loads, with one symlink per applet in /bin, and the machine's openssl (with its
+ * libraries), as a reproducible OCI layout tar
  * (local/kubelet-node/oci-layout.ts: the same machine gives the same digest). No registry: the
  * node imports it (`ctr -n k8s.io images import`) and pods name it with imagePullPolicy Never.
  * Debian's busybox-static is not used: its wget segfaults on these machines.
@@ -27,6 +28,8 @@ function sharedLibraries(binary: string): string[] {
 export function writeBusyboxImage(
   dir: string,
   binary = '/usr/bin/busybox',
+  // A TLS client kube-apiserver accepts: busybox wget's own TLS fails its handshake (alert 40).
+  extraBinaries = ['/usr/bin/openssl'],
 ): { path: string; digest: string } {
   const applets = execFileSync(binary, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean);
   const entries: LayerEntry[] = [
@@ -34,7 +37,13 @@ export function writeBusyboxImage(
     ...applets
       .filter((applet) => applet !== 'busybox')
       .map((applet): LayerEntry => ({ path: `bin/${applet}`, kind: 'symlink', target: 'busybox' })),
-    ...sharedLibraries(binary).map((lib): LayerEntry => ({
+    ...extraBinaries.map((file): LayerEntry => ({
+      path: file.slice(1),
+      kind: 'file',
+      content: readFileSync(file),
+      mode: 0o755,
+    })),
+    ...[binary, ...extraBinaries].flatMap(sharedLibraries).map((lib): LayerEntry => ({
       path: lib.slice(1),
       kind: 'file',
       content: readFileSync(realpathSync(lib)),

@@ -9,3 +9,4 @@ export { importImage, pauseImageName, writePauseImage } from './images.js';
 export type { CleanupTarget } from './cleanup.js';
 export { leftovers } from './cleanup.js';
 export { busyboxImage, writeBusyboxImage } from './busybox-image.js';
+export { kubeletNodeApiAddress } from './network.js';

@@ -24,6 +24,13 @@ export interface NodeAddresses {
   clusterCidr: string;
 }
 
+/**
+ * The API server's address for pods: on the machine's end of every node's veth, relayed to
+ * kube-apiserver on 127.0.0.1. A control plane started with `advertiseAddress` set to it makes the
+ * `kubernetes` Service (10.0.0.1:443) reachable from every node's pods through kube-proxy.
+ */
+export const kubeletNodeApiAddress = '10.249.0.1';
+
 export const addressesOf = (index: number): NodeAddresses => ({
   index,
   hostInterface: `bkn${index}`,
@@ -66,13 +73,17 @@ export async function linkNode(addresses: NodeAddresses, nsPid: number, serviceC
     String(nsPid),
   ]);
   await run('ip', ['addr', 'add', `${hostIp}/30`, 'dev', hostInterface]);
+  await run('ip', ['addr', 'add', `${kubeletNodeApiAddress}/32`, 'dev', hostInterface]);
   await run('ip', ['link', 'set', hostInterface, 'up']);
+  // Answers to pods (kube-apiserver's to a relayed pod, its webhook calls) go back through the node.
+  await run('ip', ['route', 'add', addresses.podCidr, 'via', nodeIp, 'dev', hostInterface]);
   const inNode = (args: string[]) =>
     run('nsenter', ['--target', String(nsPid), '--net', '--', 'ip', ...args]);
   await inNode(['addr', 'add', `${nodeIp}/30`, 'dev', 'eth0']);
   await inNode(['link', 'set', 'eth0', 'up']);
   await inNode(['link', 'set', 'lo', 'up']);
   await inNode(['route', 'add', serviceCidr, 'via', hostIp]);
+  await inNode(['route', 'add', `${kubeletNodeApiAddress}/32`, 'via', hostIp]);
 }
 
 /**
@@ -83,6 +94,7 @@ export async function linkNode(addresses: NodeAddresses, nsPid: number, serviceC
 export async function startApiRelay(
   listenIp: string,
   target: URL,
+  listenPort = 0,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const server: Server = createServer((inbound) => {
@@ -100,7 +112,7 @@ export async function startApiRelay(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, listenIp, () => resolve());
+    server.listen(listenPort, listenIp, () => resolve());
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -111,5 +123,36 @@ export async function startApiRelay(
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * The one relay on kubeletNodeApiAddress:<kube-apiserver's port> for every node of this process
+ * (the last node to stop closes it). A relay of another process on the same address and port
+ * serves as well: EADDRINUSE is taken as that.
+ */
+const sharedRelays = new Map<string, { users: number; relay?: { close(): Promise<void> } }>();
+
+export async function useAdvertisedRelay(target: URL): Promise<() => Promise<void>> {
+  const key = target.port;
+  const entry = sharedRelays.get(key) ?? { users: 0 };
+  sharedRelays.set(key, entry);
+  entry.users += 1;
+  if (entry.users === 1) {
+    try {
+      entry.relay = await startApiRelay(kubeletNodeApiAddress, target, Number(target.port));
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'EADDRINUSE') {
+        entry.users -= 1;
+        throw error;
+      }
+    }
+  }
+  return async () => {
+    entry.users -= 1;
+    if (entry.users === 0) {
+      sharedRelays.delete(key);
+      await entry.relay?.close();
+    }
   };
 }

@@ -19,12 +19,19 @@ import { locateNodeBinaries, type NodeBinaries } from './assets.js';
 import { cleanupNow, leftovers, startCleanupWatchdog, type CleanupTarget } from './cleanup.js';
 import { containerdSocket, writeNodeConfig } from './config.js';
 import { importImage, pauseImageName, writePauseImage } from './images.js';
-import { linkNode, pickAddresses, startApiRelay, type NodeAddresses } from './network.js';
+import {
+  kubeletNodeApiAddress,
+  linkNode,
+  pickAddresses,
+  startApiRelay,
+  useAdvertisedRelay,
+  type NodeAddresses,
+} from './network.js';
 import { createCgroupRoot, startSandbox } from './sandbox.js';
 
 export type NodeControlPlane = Pick<
   ControlPlane,
-  'server' | 'access' | 'pki' | 'serviceClusterIpRange' | 'kubeConfig'
+  'server' | 'access' | 'pki' | 'serviceClusterIpRange' | 'kubeConfig' | 'advertiseAddress'
 >;
 
 export interface KubeletNodeOptions {
@@ -89,6 +96,7 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
   const watchdog = startCleanupWatchdog(target);
   const running: ManagedProcess[] = [];
   let relay: { port: number; close(): Promise<void> } | undefined;
+  let releaseAdvertised: (() => Promise<void>) | undefined;
   let stopped = false;
   const core = controlPlane.kubeConfig.makeApiClient(CoreV1Api);
   const stop = async () => {
@@ -96,6 +104,7 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
     stopped = true;
     process.off('exit', onExit);
     await relay?.close();
+    await releaseAdvertised?.();
     // kube-proxy and the kubelet before containerd, which they talk to.
     for (const child of [...running].reverse()) await child.stop(5_000);
     cleanupNow(target);
@@ -144,6 +153,10 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
     await linkNode(addresses, sandbox.pid, controlPlane.serviceClusterIpRange);
     createCgroupRoot(cgroupName);
     relay = await startApiRelay(addresses.hostIp, new URL(controlPlane.server));
+    // Pods reach kube-apiserver (the `kubernetes` Service) only when it advertises the relayed address.
+    if (controlPlane.advertiseAddress === kubeletNodeApiAddress) {
+      releaseAdvertised = await useAdvertisedRelay(new URL(controlPlane.server));
+    }
     const serving = issueCertificate(controlPlane.pki.ca, join(workDir, 'pki'), {
       name: 'kubelet-serving',
       commonName: `system:node:${name}`,

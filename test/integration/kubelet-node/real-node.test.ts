@@ -15,6 +15,7 @@ import { AppsV1Api, BatchV1Api, CoreV1Api, type V1Pod, type V1PodSpec } from '@k
 import { startControlPlane, waitFor, type ControlPlane } from '../../../local/control-plane/index.js';
 import {
   busyboxImage,
+  kubeletNodeApiAddress,
   startKubeletNode,
   writeBusyboxImage,
   type KubeletNode,
@@ -59,7 +60,12 @@ describeAsRoot('the real node (containerd + kubelet + kube-proxy)', () => {
   beforeAll(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'kubelet-node-test-'));
     const image = writeBusyboxImage(scratch);
-    controlPlane = await startControlPlane({ controllers: true, handleSignals: false });
+    // Advertised on the node's relayed address: the `kubernetes` Service reaches it from a pod.
+    controlPlane = await startControlPlane({
+      controllers: true,
+      handleSignals: false,
+      advertiseAddress: kubeletNodeApiAddress,
+    });
     node = await startKubeletNode({ controlPlane, images: [image.path] });
     // The default ServiceAccount (the token controller) must exist before a pod is admitted.
     await waitFor(
@@ -256,6 +262,40 @@ describeAsRoot('the real node (containerd + kubelet + kube-proxy)', () => {
     expect(log).toMatch(new RegExp(`Address:\\s+${webClusterIp.replaceAll('.', '\\.')}`));
     // The short name, through the search path, then kube-proxy.
     expect(log).toContain('200 OK');
+  }, 120_000);
+
+  it('lets a pod reach kube-apiserver through the `kubernetes` Service with its ServiceAccount token', async () => {
+    const { core } = apis();
+    const sa = '/var/run/secrets/kubernetes.io/serviceaccount';
+    const body = '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}';
+    // An HTTP/1.0 request over TLS (openssl s_client), verified against the kube-root-ca.crt the
+    // pod was given, to the Service's DNS name; the token says who asks.
+    const script = [
+      `token=$(cat ${sa}/token);`,
+      `(printf 'POST /apis/authentication.k8s.io/v1/selfsubjectreviews HTTP/1.0\\r\\nHost: kubernetes.default.svc\\r\\n';`,
+      `printf 'Authorization: Bearer %s\\r\\nContent-Type: application/json\\r\\nContent-Length: ${body.length}\\r\\n\\r\\n%s' "$token" '${body}'; sleep 3)`,
+      `| openssl s_client -quiet -verify_return_error -CAfile ${sa}/ca.crt -servername kubernetes.default.svc -connect kubernetes.default.svc:443`,
+    ].join(' ');
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'api-client' },
+        spec: onNode({
+          restartPolicy: 'Never',
+          containers: [{ name: 'main', command: ['sh', '-c', `${script}; true`] }],
+        }),
+      },
+    });
+    await waitFor(
+      async () => {
+        const pod = await core.readNamespacedPod({ name: 'api-client', namespace });
+        return pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed' ? true : undefined;
+      },
+      { what: 'pod api-client done', timeoutMs: 90_000, intervalMs: 500 },
+    );
+    const log = await core.readNamespacedPodLog({ name: 'api-client', namespace });
+    expect(log).toMatch(/HTTP\/1\.[01] 201 Created/);
+    expect(log).toContain('"username":"system:serviceaccount:default:default"');
   }, 120_000);
 
   it('enforces a memory limit: a container that outgrows 32Mi is OOMKilled', async () => {
