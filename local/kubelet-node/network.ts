@@ -6,7 +6,9 @@
  * nothing a pod sends can leave the machine.
  */
 import { execFile } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -40,17 +42,33 @@ export const addressesOf = (index: number): NodeAddresses => ({
   clusterCidr: '10.248.0.0/16',
 });
 
-/** A free index: no interface of that name and no 10.249.<i>. address on the machine. */
-export async function pickAddresses(): Promise<NodeAddresses> {
+/**
+ * Claims a free index: none of 10.249.<i>.*, `bkn<i>` on the machine, and the node's work
+ * directory `<tmp>/bpa-kubelet-node-<i>` created here (mkdir is the atomic claim: two launchers
+ * racing never share an index; the clean-up removes the directory last, which frees it).
+ */
+export async function claimAddresses(tmp: string): Promise<{ addresses: NodeAddresses; workDir: string }> {
   const { stdout } = await run('ip', ['-o', 'addr', 'show']);
   const { stdout: links } = await run('ip', ['-o', 'link', 'show']);
   const taken = new Set<number>();
   for (const match of stdout.matchAll(/10\.249\.(\d+)\./g)) taken.add(Number(match[1]));
   for (const match of links.matchAll(/\bbkn(\d+)[@:]/g)) taken.add(Number(match[1]));
   const free = Array.from({ length: 250 }, (_, i) => i + 1).filter((i) => !taken.has(i));
-  if (free.length === 0) throw new Error('no free node index (10.249.1-250.0/30 all in use)');
-  // Random among the free ones: two launchers racing rarely pick the same; `ip link add` refuses a clash.
-  return addressesOf(free[Math.floor(Math.random() * free.length)] ?? 1);
+  // Shuffled, so racing launchers seldom try the same index first.
+  for (let i = free.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [free[i], free[j]] = [free[j] ?? 0, free[i] ?? 0];
+  }
+  for (const index of free) {
+    const workDir = join(tmp, `bpa-kubelet-node-${index}`);
+    try {
+      mkdirSync(workDir, { mode: 0o700 });
+      return { addresses: addressesOf(index), workDir };
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'EEXIST') throw error;
+    }
+  }
+  throw new Error('no free node index (10.249.1-250.0/30 all in use)');
 }
 
 /**

@@ -5,7 +5,7 @@
  * addresses, interface and cgroup names (network.ts). Stopped, or its launcher killed, it leaves
  * nothing behind (cleanup.ts).
  */
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
@@ -20,9 +20,9 @@ import { cleanupNow, leftovers, startCleanupWatchdog, type CleanupTarget } from 
 import { containerdSocket, writeNodeConfig } from './config.js';
 import { importImage, pauseImageName, writePauseImage } from './images.js';
 import {
+  claimAddresses,
   kubeletNodeApiAddress,
   linkNode,
-  pickAddresses,
   startApiRelay,
   useAdvertisedRelay,
   type NodeAddresses,
@@ -79,14 +79,16 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
   const started = Date.now();
   const log = options.log ?? (() => undefined);
   const binaries = options.binaries ?? (await locateNodeBinaries());
-  const addresses = await pickAddresses();
+  const { addresses, workDir } = await claimAddresses(tmpdir());
   const name = options.nodeName ?? `bpa-node-${addresses.index}`;
-  const workDir = mkdtempSync(join(tmpdir(), `bpa-kubelet-node-${addresses.index}-`));
   for (const dir of ['cni', 'pki', 'logs']) mkdirSync(join(workDir, dir));
   const cgroupName = `bpa-kubelet-node-${addresses.index}`;
   const { controlPlane } = options;
 
-  const sandbox = await startSandbox(workDir);
+  const sandbox = await startSandbox(workDir).catch((error: unknown) => {
+    rmSync(workDir, { recursive: true, force: true });
+    throw error;
+  });
   const target: CleanupTarget = {
     mountNamespace: sandbox.mountNamespace,
     cgroupName,
