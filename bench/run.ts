@@ -8,6 +8,7 @@ import { fleetScaleBench } from './fleet-scale.js';
 import { functionsBench } from './functions.js';
 import { imagesBench } from './images.js';
 import { knativeBench } from './knative.js';
+import { kubeletNodeBench } from './kubelet-node.js';
 import { resolutionBench } from './resolution.js';
 import { softwareLifecycleBench } from './software-lifecycle.js';
 import { sshFanoutBench } from './ssh-fanout.js';
@@ -25,6 +26,7 @@ const benches: BenchModule[] = [
   softwareLifecycleBench,
   stackBench,
   controlPlaneBench,
+  kubeletNodeBench,
   imagesBench,
   clusterBench,
   fleetScaleBench,

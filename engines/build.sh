@@ -19,6 +19,16 @@
 #   test/integration/functions/metal3-provisioning.test.ts with its fixture provisioner (-test-mode,
 #   no Ironic); override TEST_ASSET_BMO; cache .../bpa-functions/bmo-<version>/. Its CRDs are read
 #   from the module in the Go module cache at test time (`go env GOMODCACHE`), never copied here.
+# containerd: containerd, containerd-shim-runc-v2 and ctr (github.com/containerd/containerd/v2,
+#   CONTAINERD_VERSION; CGO_ENABLED=0, no snapshotters but overlayfs and native), the container runtime
+#   of the real node (local/kubelet-node); override CONTAINERD_ASSETS, a directory holding all three;
+#   cache .../bpa-functions/containerd-<version>/.
+# node: kubelet and kube-proxy from the Kubernetes wrapper module (KUBERNETES_VERSION), plus `pause`,
+#   the sandbox image's only binary, compiled with `gcc -static` from Kubernetes' own
+#   build/pause/linux/pause.c in the Go module cache; override NODE_ASSETS; cache
+#   .../bpa-functions/node-<version>/.
+# coredns: CoreDNS (github.com/coredns/coredns, COREDNS_VERSION), the real node's cluster DNS;
+#   override TEST_ASSET_COREDNS; cache .../bpa-functions/coredns-<version>/.
 # For each binary, in order of preference:
 #   1. KUBEBUILDER_ASSETS (a directory with kube-apiserver and etcd, as envtest uses; it may hold
 #      kube-controller-manager and kube-scheduler too)
@@ -34,8 +44,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/versions.env"
 set_name=${1:-control-plane}
 case "$set_name" in
-  control-plane | s3 | knative | knative-serving | gitops-check | bmo) ;;
-  *) echo "usage: engines/build.sh [control-plane|s3|knative|knative-serving|gitops-check|bmo]" >&2; exit 2 ;;
+  control-plane | s3 | knative | knative-serving | gitops-check | bmo | containerd | node | coredns) ;;
+  *)
+    echo "usage: engines/build.sh [control-plane|s3|knative|knative-serving|gitops-check|bmo|containerd|node|coredns]" >&2
+    exit 2
+    ;;
 esac
 
 log() { printf '[engines] %s\n' "$*" >&2; }
@@ -49,6 +62,12 @@ elif [ "$set_name" = knative-serving ]; then
   cache="$root/knative-serving-${KNATIVE_SERVING_VERSION}"
 elif [ "$set_name" = bmo ]; then
   cache="$root/bmo-${BMO_VERSION}"
+elif [ "$set_name" = containerd ]; then
+  cache="$root/containerd-${CONTAINERD_VERSION}"
+elif [ "$set_name" = node ]; then
+  cache="$root/node-${KUBERNETES_VERSION}"
+elif [ "$set_name" = coredns ]; then
+  cache="$root/coredns-${COREDNS_VERSION}"
 elif [ "$set_name" = gitops-check ]; then
   gitops_hash=$(cat "$here/gitops-check/go.mod" "$here/gitops-check/go.sum" "$here/gitops-check/main.go" | sha256sum | cut -c1-12)
   cache="$root/gitops-check-${gitops_hash}"
@@ -123,6 +142,8 @@ build_go() {
   command -v go >/dev/null || { log "go is not installed: install Go or set KUBEBUILDER_ASSETS (see docs/control-plane.md)"; exit 1; }
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
   local module_dir=$1 label=$2 names=$3; shift 3
+  # Build tags of the set (containerd's), empty for the others.
+  [ -n "${BUILD_TAGS:-}" ] && set -- -tags "$BUILD_TAGS" "$@"
   local out="$cache/.build-$label"
   rm -rf "$out" && mkdir -p "$out"
   log "$label: building $names (first time on this machine: minutes)"
@@ -197,6 +218,60 @@ if [ "$set_name" = bmo ]; then
   fi
   [ -x "$cache/bmo" ] || build_go bmo bmo bmo -ldflags "-s -w" github.com/metal3-io/baremetal-operator
   log "bmo: $cache/bmo"
+  echo "$cache"
+  exit 0
+fi
+
+if [ "$set_name" = containerd ]; then
+  # Static (CGO_ENABLED=0), so no btrfs, devmapper, zfs or aufs snapshotter: the node uses overlayfs.
+  BUILD_TAGS="no_btrfs no_devmapper no_zfs no_aufs"
+  knative_set CONTAINERD_ASSETS containerd containerd github.com/containerd/containerd/v2/cmd \
+    containerd containerd-shim-runc-v2 ctr
+fi
+
+if [ "$set_name" = node ]; then
+  if [ -n "${NODE_ASSETS:-}" ]; then
+    for name in kubelet kube-proxy pause; do
+      [ -x "$NODE_ASSETS/$name" ] || { log "NODE_ASSETS=$NODE_ASSETS has no executable $name"; exit 1; }
+    done
+    log "node: using NODE_ASSETS=$NODE_ASSETS"
+    echo "$NODE_ASSETS"
+    exit 0
+  fi
+  if [ ! -x "$cache/pause" ]; then
+    command -v gcc >/dev/null || { log "gcc is not installed (apt-get install gcc libc6-dev): it compiles pause.c"; exit 1; }
+    # Kubernetes' own source of the sandbox process, from the module the kubelet is built from.
+    k8s_dir=$(cd "$here/kubernetes" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${KUBERNETES_VERSION}" |
+      sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+    gcc -Os -static -DVERSION="${KUBERNETES_VERSION}" -o "$cache/.pause" "$k8s_dir/build/pause/linux/pause.c"
+    strip "$cache/.pause" && mv "$cache/.pause" "$cache/pause"
+  fi
+  node_ldflags="-s -w"
+  node_major=${KUBERNETES_VERSION#v}; node_major=${node_major%%.*}
+  node_minor=${KUBERNETES_VERSION#v*.}; node_minor=${node_minor%%.*}
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    node_ldflags+=" -X $p.gitVersion=${KUBERNETES_VERSION} -X $p.gitMajor=${node_major} -X $p.gitMinor=${node_minor}"
+  done
+  missing=() pkgs=()
+  for name in kubelet kube-proxy; do
+    [ -x "$cache/$name" ] || { missing+=("$name"); pkgs+=("k8s.io/kubernetes/cmd/$name"); }
+  done
+  # The same wrapper module as the control plane, so its Go build cache is shared.
+  [ ${#missing[@]} -eq 0 ] || build_go kubernetes kubernetes-node "${missing[*]}" -ldflags "$node_ldflags" "${pkgs[@]}"
+  log "node: kubelet kube-proxy pause in $cache"
+  echo "$cache"
+  exit 0
+fi
+
+if [ "$set_name" = coredns ]; then
+  src=$(provided coredns)
+  if [ -n "$src" ]; then
+    log "coredns: using $src"
+    echo "$(dirname "$(realpath "$src")")"
+    exit 0
+  fi
+  [ -x "$cache/coredns" ] || build_go coredns coredns coredns -ldflags "-s -w" github.com/coredns/coredns
+  log "coredns: $cache/coredns"
   echo "$cache"
   exit 0
 fi

@@ -3,7 +3,8 @@
 # Debian packages (OpenSSH server for the SSH tests and the lab, Ansible for the KUD stand-in, Chromium for the
 # live-view test), the Go-built control plane
 # (kube-apiserver + etcd, cached per version), the S3 server (versitygw, cached per version), Knative
-# Eventing and Serving's webhook (for tests, cached per version), the compiled TypeScript, and (for tests) typecheck + lint.
+# Eventing and Serving's webhook (for tests, cached per version), the real node's engines (containerd, kubelet,
+# kube-proxy, pause, CoreDNS; for tests, cached per version), the compiled TypeScript, and (for tests) typecheck + lint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,12 @@ if [ "$purpose" = test ]; then
   [ -x /usr/bin/mmdebstrap ] || need_apt+=(mmdebstrap)    # the real Debian root of the apt tests
   [ -x /usr/bin/dpkg-scanpackages ] || need_apt+=(dpkg-dev) # its local apt repository
   [ -x /usr/bin/busybox ] || need_apt+=(busybox)          # udhcpc, the DHCP client of the lease publisher test
+  # The real node (local/kubelet-node): runc runs its containers, the CNI plugins wire pods to its
+  # bridge, nft is kube-proxy's (nftables mode), gcc compiles the sandbox image's pause.c.
+  [ -x /usr/sbin/runc ] || need_apt+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
+  [ -x /usr/sbin/nft ] || need_apt+=(nftables)
+  [ -x /usr/bin/gcc ] || need_apt+=(gcc libc6-dev)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
@@ -51,6 +58,10 @@ if [ "$purpose" = test ]; then
   bash engines/build.sh gitops-check >/dev/null
   # Metal3's baremetal-operator (fixture provisioner, no Ironic) of test/integration/functions/metal3-provisioning.
   bash engines/build.sh bmo >/dev/null
+  # The real node: containerd (+ runc shim, ctr), kubelet, kube-proxy and pause, CoreDNS.
+  bash engines/build.sh containerd >/dev/null
+  bash engines/build.sh node >/dev/null
+  bash engines/build.sh coredns >/dev/null
 fi
 if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
   # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.

@@ -57,6 +57,13 @@ export interface ControlPlaneOptions {
    * Eventing's OIDC: test/integration/knative/event-policy.test.ts).
    */
   serviceAccountJwksUri?: string;
+  /**
+   * --advertise-address: the address of the `kubernetes` Service's endpoint. Default 127.0.0.1,
+   * which a pod cannot reach; the real node (local/kubelet-node) relays kubeletNodeApiAddress to
+   * kube-apiserver, so a control plane for its pods advertises that. kube-apiserver still binds
+   * 127.0.0.1 only; its serving certificate names both.
+   */
+  advertiseAddress?: string;
 }
 
 /** The control plane's own CA and the files a kubelet needs to trust and be trusted. */
@@ -96,6 +103,8 @@ export interface ControlPlane {
   /** Whether kube-controller-manager and kube-scheduler run (options.controllers). */
   controllers: boolean;
   serviceClusterIpRange: string;
+  /** --advertise-address (options.advertiseAddress). */
+  advertiseAddress: string;
   pki: ControlPlanePki;
   /** Temporary directories (credentials, certificates, logs; etcd's data): removed on stop. */
   workDir: string;
@@ -233,6 +242,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const serviceClusterIpRange = options.serviceClusterIpRange ?? '10.0.0.0/24';
   const withControllers = options.controllers ?? false;
   const server = `https://127.0.0.1:${apiserverPort}`;
+  const advertiseAddress = options.advertiseAddress ?? '127.0.0.1';
   const kubeApiserver = startManagedProcess(
     'kube-apiserver',
     binaries.kubeApiserver,
@@ -240,7 +250,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       `--etcd-servers=${etcdUrl}`,
       '--bind-address=127.0.0.1',
       // Without it the server looks for a default route, and there is none on an offline machine.
-      '--advertise-address=127.0.0.1',
+      `--advertise-address=${advertiseAddress}`,
       `--secure-port=${apiserverPort}`,
       `--cert-dir=${certDir}`,
       `--service-cluster-ip-range=${serviceClusterIpRange}`,
@@ -338,6 +348,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     },
     controllers: withControllers,
     serviceClusterIpRange,
+    advertiseAddress,
     pki: { ca, apiserverCaFile: certFile, dir: pkiDir },
     workDir: tempDir,
     etcdDataDir: dataDir,

@@ -1,0 +1,90 @@
+/**
+ * Removes everything a node leaves: its processes (containerd, kubelet, kube-proxy and the runc
+ * shims, which containerd's exit re-parents to PID 1, all found by the node's mount namespace;
+ * container processes, in namespaces of their own, found by the node's cgroups), its cgroups
+ * (depth-first: a parent is removable only once empty), the holder (so the namespaces, their tmpfs
+ * and the veth go with it) and its directory. One script, run on stop and by a watchdog that waits
+ * for the launcher to die: a test killed hard leaves nothing either.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+
+const script = `parent=$1; mntns=$2; cgname=$3; hostif=$4; work=$5
+if [ "$parent" != now ]; then
+  while kill -0 "$parent" 2>/dev/null; do sleep 1; done
+fi
+[ -d "$work" ] || exit 0
+in_node() { for p in /proc/[0-9]*; do
+  [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$mntns" ] && echo "\${p#/proc/}"
+done; }
+in_cgroups() { for h in /sys/fs/cgroup/*/"$cgname"; do
+  [ -d "$h" ] && find "$h" -name cgroup.procs -exec cat {} + 2>/dev/null
+done; }
+for round in 1 2 3 4 5 6 7 8 9 10; do
+  pids="$(in_cgroups) $(in_node)"
+  [ -z "$(echo $pids)" ] && break
+  kill -KILL $pids 2>/dev/null
+  sleep 0.2
+done
+for h in /sys/fs/cgroup/*/"$cgname"; do
+  [ -d "$h" ] || continue
+  for round in 1 2 3 4 5 6 7 8 9 10; do
+    find "$h" -depth -type d -exec rmdir {} + 2>/dev/null
+    [ -d "$h" ] || break
+    sleep 0.2
+  done
+done
+ip link delete "$hostif" 2>/dev/null
+rm -rf "$work"
+exit 0`;
+
+export interface CleanupTarget {
+  mountNamespace: string;
+  cgroupName: string;
+  hostInterface: string;
+  workDir: string;
+}
+
+const args = (parent: string, target: CleanupTarget) => [
+  '-c',
+  script,
+  'bpa-node-cleanup',
+  parent,
+  target.mountNamespace,
+  target.cgroupName,
+  target.hostInterface,
+  target.workDir,
+];
+
+/** Cleans up now (after the graceful stop of containerd, kubelet and kube-proxy). */
+export function cleanupNow(target: CleanupTarget): void {
+  spawnSync('sh', args('now', target), { stdio: 'ignore', timeout: 60_000 });
+}
+
+/** Cleans up once this process is gone, however it died. Kill it on a clean stop. */
+export function startCleanupWatchdog(target: CleanupTarget): ChildProcess {
+  const watchdog = spawn('sh', args(String(process.pid), target), { stdio: 'ignore', detached: true });
+  watchdog.unref();
+  return watchdog;
+}
+
+/** What a node left on the machine (for tests and the sweep): empty when nothing. */
+export function leftovers(target: CleanupTarget): string[] {
+  const found = spawnSync(
+    'sh',
+    [
+      '-c',
+      `for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$1" ] && echo "process \${p#/proc/}"; done
+for h in /sys/fs/cgroup/*/"$2"; do [ -d "$h" ] && echo "cgroup $h"; done
+ip link show "$3" >/dev/null 2>&1 && echo "link $3"
+[ -e "$4" ] && echo "directory $4"
+exit 0`,
+      'leftovers',
+      target.mountNamespace,
+      target.cgroupName,
+      target.hostInterface,
+      target.workDir,
+    ],
+    { encoding: 'utf8' },
+  );
+  return found.stdout.split('\n').filter(Boolean);
+}

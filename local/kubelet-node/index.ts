@@ -1,0 +1,12 @@
+// The real node: containerd + kubelet + kube-proxy in namespaces of their own (docs/node-real.md).
+export type { KubeletNode, KubeletNodeOptions, NodeControlPlane } from './node.js';
+export { startKubeletNode } from './node.js';
+export type { NodeBinaries } from './assets.js';
+export { locateNodeBinaries } from './assets.js';
+export type { LayerEntry, OciImageSpec, OciImageTar } from './oci-layout.js';
+export { buildOciImageTar } from './oci-layout.js';
+export { importImage, pauseImageName, writePauseImage } from './images.js';
+export type { CleanupTarget } from './cleanup.js';
+export { leftovers } from './cleanup.js';
+export { busyboxImage, writeBusyboxImage } from './busybox-image.js';
+export { kubeletNodeApiAddress } from './network.js';
