@@ -37,7 +37,7 @@ let uids = 0;
  * fake holds another uid: recordEvent remembers the Events of the process by object.
  */
 function fakeApi(initial: StoredObject) {
-  let stored = { ...initial, metadata: { ...initial.metadata, uid: `p-${++uids}` } };
+  let stored: StoredObject = { ...initial, metadata: { ...initial.metadata, uid: `p-${++uids}` } };
   const events: { reason?: string }[] = [];
   let writes = 0;
   const custom = {
