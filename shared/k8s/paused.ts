@@ -56,6 +56,22 @@ export function pauseTransition(live: StoredObject): PauseTransition {
   return recordedTrue ? 'resume' : 'go';
 }
 
+/**
+ * When a wait that began at `since` started counting again: the later of `since` and the last
+ * resume (Paused False's lastTransitionTime). A deadline counted from an object's deletion (the
+ * cleanup's) must not run out while the object was paused and nothing was allowed to act.
+ */
+export function unpausedSince(object: StoredObject, since: unknown): Date | undefined {
+  const start = typeof since === 'string' || since instanceof Date ? new Date(since) : undefined;
+  const recorded = findCondition(conditionsOf(object), PausedCondition);
+  const resumed =
+    recorded?.status === 'False' && recorded.lastTransitionTime
+      ? new Date(recorded.lastTransitionTime)
+      : undefined;
+  if (!start || Number.isNaN(start.getTime())) return resumed;
+  return resumed && resumed.getTime() > start.getTime() ? resumed : start;
+}
+
 export interface PauseGateOptions {
   /** The function reporting (the Event's component). */
   component: string;

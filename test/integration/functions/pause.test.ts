@@ -48,7 +48,9 @@ const batch = () => cluster.kubeConfig.makeApiClient(BatchV1Api);
 const core = () => cluster.kubeConfig.makeApiClient(CoreV1Api);
 const ns = () => cluster.namespace;
 
-type Stored = StoredProvisioning & { metadata: { annotations?: Record<string, string> } };
+type Stored = StoredProvisioning & {
+  metadata: { annotations?: Record<string, string>; deletionTimestamp?: string; finalizers?: string[] };
+};
 const read = async (plural: string, name: string) =>
   (await custom().getNamespacedCustomObject({ ...bpaGroup, plural, namespace: ns(), name })) as Stored;
 /** Sets (a string) or removes (null) the annotation, as `kubectl annotate` does. */
@@ -74,6 +76,7 @@ const eventCount = async (name: string, reason: string) => {
 
 describe('a paused Provisioning', () => {
   let harness: ChainHarness;
+  const cleanupTimeoutSeconds = 4;
   const mac = (i: number) => `dd:00:00:00:0b:${String(i).padStart(2, '0')}`;
   const hostOf = async (i: number) =>
     (await custom().getNamespacedCustomObject({
@@ -86,6 +89,10 @@ describe('a paused Provisioning', () => {
   const jobs = async (name: string) =>
     (await batch().listJobForAllNamespaces({ labelSelector: `cluster=${name}` })).items.filter(
       (job) => job.metadata?.name === `kud-${name}`,
+    );
+  const cleanupJobs = async (name: string) =>
+    (await batch().listJobForAllNamespaces({ labelSelector: `cluster=${name}` })).items.filter(
+      (job) => job.metadata?.name !== `kud-${name}` && job.metadata?.name?.includes('cleanup'),
     );
   /** One sweep of `target`; what it sent about Provisioning `name`. */
   const ping = async (target: string, name: string) => {
@@ -109,6 +116,8 @@ describe('a paused Provisioning', () => {
       IP_SOURCES: 'nics',
       SWEEP_NAMESPACES: ns(),
       KUD_IMAGE: 'bpa.local/test/kud-waits:1',
+      // Short, so that a pause outlasts it (the deletion test).
+      CLEANUP_TIMEOUT_SECONDS: String(cleanupTimeoutSeconds),
     });
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
   });
@@ -210,6 +219,39 @@ describe('a paused Provisioning', () => {
     expect((await hostOf(2)).spec.consumerRef).toBeDefined();
     expect(await jobs('born')).toHaveLength(1);
   });
+
+  it('deleted while paused: the cleanup waits, finalizer and KUD Job kept, and its timeout counts from the resume', async () => {
+    // 'mid' has its KUD Job from the first test.
+    expect(await jobs('mid')).toHaveLength(1);
+    await annotate('provisionings', 'mid', '');
+    await custom().deleteNamespacedCustomObject({
+      ...bpaGroup,
+      plural: 'provisionings',
+      namespace: ns(),
+      name: 'mid',
+    });
+    const deleting = await read('provisionings', 'mid');
+    expect(deleting.metadata.deletionTimestamp).toBeDefined();
+    await harness.publish(sourceEvent('update', deleting));
+    // Longer than the cleanup's timeout: paused, nothing acts, so nothing gives up either.
+    await new Promise((resolve) => setTimeout(resolve, (cleanupTimeoutSeconds + 1) * 1000));
+    expect(await ping('kud-job-launch', 'mid')).toEqual([]);
+    const kept = await read('provisionings', 'mid');
+    expect(kept.metadata.finalizers).toContain('bpa.akraino.org/cleanup');
+    expect(conditionOf(kept, 'Paused')).toMatchObject({ status: 'True' });
+    expect(conditionOf(kept, 'Ready')?.reason).not.toBe('Deleting');
+    expect(await jobs('mid')).toHaveLength(1);
+    expect(await cleanupJobs('mid')).toEqual([]);
+
+    // Resumed: the sweep starts the cleanup (a cleanup Job), it does not give up at once.
+    const resumed = await annotate('provisionings', 'mid', null);
+    expect((await harness.publish(sourceEvent('update', resumed))).map((d) => d.reply)).toEqual([undefined]);
+    await ping('kud-job-launch', 'mid');
+    const cleaning = await read('provisionings', 'mid');
+    expect(conditionOf(cleaning, 'Ready')).toMatchObject({ status: 'Unknown', reason: 'Deleting' });
+    expect(await cleanupJobs('mid')).toHaveLength(1);
+    expect(await eventCount('mid', 'CleanupTimedOut')).toBe(0);
+  }, 60_000);
 });
 
 describe('a paused Software', () => {

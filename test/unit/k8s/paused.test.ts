@@ -7,7 +7,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { KubeClients } from '../../../shared/k8s/clients.js';
 import { pausedAnnotation } from '../../../shared/core/lifecycle-names.js';
-import { pauseGate, pauseTransition, PausedCondition } from '../../../shared/k8s/paused.js';
+import { pauseGate, pauseTransition, PausedCondition, unpausedSince } from '../../../shared/k8s/paused.js';
 import type { StoredObject } from '../../../shared/k8s/stored-object.js';
 import type { Condition } from '../../../shared/schemas/kube.js';
 
@@ -141,5 +141,24 @@ describe('pauseGate', () => {
     const api = fakeApi(object({}));
     expect((await pauseGate(api.clients, api.stored(), options)).stop).toBe(false);
     expect(api.writes()).toBe(0);
+  });
+});
+
+describe('unpausedSince', () => {
+  const deleted = '2026-01-01T00:00:00Z';
+  const resumedAt = (time: string): Condition => ({ ...paused('False'), lastTransitionTime: time });
+
+  it('counts a wait from the resume when the object was paused after the wait began', () => {
+    expect(unpausedSince(object({}, [resumedAt('2026-01-01T01:00:00Z')]), deleted)?.toISOString()).toBe(
+      '2026-01-01T01:00:00.000Z',
+    );
+    // Resumed before the wait began, never paused, or paused still: from the wait's start.
+    expect(unpausedSince(object({}, [resumedAt('2025-12-31T00:00:00Z')]), deleted)?.toISOString()).toBe(
+      '2026-01-01T00:00:00.000Z',
+    );
+    expect(unpausedSince(object({}), deleted)?.toISOString()).toBe('2026-01-01T00:00:00.000Z');
+    expect(unpausedSince(object({}, [paused('True')]), deleted)?.toISOString()).toBe(
+      '2026-01-01T00:00:00.000Z',
+    );
   });
 });
