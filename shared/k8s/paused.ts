@@ -72,6 +72,17 @@ export function unpausedSince(object: StoredObject, since: unknown): Date | unde
   return resumed && resumed.getTime() > start.getTime() ? resumed : start;
 }
 
+/**
+ * For a filter that skips an update event as the echo of a status write by looking at the event's
+ * data (issue 26: a hint may only make a function skip work): an object whose annotation and
+ * `Paused` condition disagree carries a pause or a resume not recorded yet, so its event is never
+ * an echo. Adding or removing the annotation changes neither the generation nor the labels.
+ */
+export function awaitsPauseTransition(object: StoredObject): boolean {
+  const transition = pauseTransition(object);
+  return transition === 'pause' || transition === 'resume';
+}
+
 export interface PauseGateOptions {
   /** The function reporting (the Event's component). */
   component: string;

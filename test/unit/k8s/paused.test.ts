@@ -7,7 +7,13 @@
 import { describe, expect, it } from '@jest/globals';
 import type { KubeClients } from '../../../shared/k8s/clients.js';
 import { pausedAnnotation } from '../../../shared/core/lifecycle-names.js';
-import { pauseGate, pauseTransition, PausedCondition, unpausedSince } from '../../../shared/k8s/paused.js';
+import {
+  awaitsPauseTransition,
+  pauseGate,
+  pauseTransition,
+  PausedCondition,
+  unpausedSince,
+} from '../../../shared/k8s/paused.js';
 import type { StoredObject } from '../../../shared/k8s/stored-object.js';
 import type { Condition } from '../../../shared/schemas/kube.js';
 
@@ -80,6 +86,13 @@ describe('pauseTransition', () => {
     expect(pauseTransition(object({}, [paused('True')]))).toBe('resume');
     expect(pauseTransition(object({}, [paused('False')]))).toBe('go');
     expect(pauseTransition(object({ 'bpa.akraino.org/retry': '1' }))).toBe('go');
+  });
+
+  it('marks the events an echo filter must let through: a pause or a resume not recorded yet', () => {
+    expect(awaitsPauseTransition(object({ [pausedAnnotation]: '' }))).toBe(true);
+    expect(awaitsPauseTransition(object({}, [paused('True')]))).toBe(true);
+    expect(awaitsPauseTransition(object({ [pausedAnnotation]: '' }, [paused('True')]))).toBe(false);
+    expect(awaitsPauseTransition(object({}, [paused('False')]))).toBe(false);
   });
 });
 
