@@ -131,6 +131,14 @@ describe('pauseGate', () => {
     expect(api.events.map((e) => e.reason)).toEqual(['Paused', 'Resumed']);
   });
 
+  it('writes Paused again for a new generation (the spec changed while paused) without a second Event', async () => {
+    const api = fakeApi(object({ [pausedAnnotation]: 'true' }, [paused('True', 1)], 2));
+    expect(await pauseGate(api.clients, api.stored(), options)).toEqual({ stop: true });
+    expect(pausedOf(api.stored())).toMatchObject({ status: 'True', observedGeneration: 2 });
+    expect(api.writes()).toBe(1);
+    expect(api.events).toEqual([]);
+  });
+
   it('answers with the re-drive event when the resume has one', async () => {
     const api = fakeApi(object({}, [paused('True')]));
     const reply = { type: 'org.akraino.icn.bpa.hosts.resolved' } as never;
