@@ -138,6 +138,16 @@ export const conditionReasons = {
     means: 'cluster-type virtlet-vm or kubevirt-vm but no VM_NAMESPACES configured',
     sweep: 'retry',
   },
+  // Both kinds: the pause (contract section 14, shared/k8s/paused.ts), on the `Paused` condition.
+  Paused: {
+    status: 'True',
+    means:
+      'bpa.akraino.org/paused is set: no function acts on the object (no step, sweep, cleanup or Job completion) until it is removed',
+  },
+  Resumed: {
+    status: 'False',
+    means: 'bpa.akraino.org/paused was removed: the functions act again, starting with the next step',
+  },
   Pending: {
     status: 'True',
     means: 'Reconciling (shared/core/kstatus.ts): no step has reported on this generation yet',

@@ -15,6 +15,7 @@ import {
   provisioningTarget,
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
+import { pauseGate } from '../../shared/k8s/paused.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import { causeOf, recordedBy, replyIdFor } from '../../shared/k8s/step-causes.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
@@ -30,7 +31,7 @@ import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
 import { recordHandling, rerunReason } from './lifecycle.js';
 import { hostLookupMetrics } from './metrics.js';
 import { resolveProvisioning } from './resolve-provisioning.js';
-import { sweep } from './sweep.js';
+import { resumeChain, sweep } from './sweep.js';
 
 /**
  * host-lookup: a Provisioning was added or changed → resolve its nodes' MACs to IPs and reply
@@ -56,6 +57,12 @@ async function onProvisioningChange(
     context.log.info('Provisioning is gone; event is stale');
     return undefined;
   }
+  const gate = await pauseGate(clients, live, {
+    component: context.functionName,
+    log: context.log,
+    onResume: resumeChain(context, clients),
+  });
+  if (gate.stop) return gate.reply;
   if (live.metadata.deletionTimestamp) {
     context.log.debug('Provisioning is being deleted; kud-job-launch cleans up');
     return undefined;

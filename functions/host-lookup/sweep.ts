@@ -50,3 +50,19 @@ async function redrive(
   const outcome = await resolveProvisioning(context, clients, facts, item);
   return outcome.kind === 'skipped' ? undefined : outcome.event;
 }
+
+/**
+ * The resume's re-drive (shared/k8s/paused.ts): a Provisioning paused between two steps gets the
+ * next step's event as soon as the annotation is removed, not at the next sweep. Resolving is
+ * left to the handler that resumed it (it goes on as for any update event), and the cleanup of a
+ * deleted one to kud-job-launch's sweep.
+ */
+export const resumeChain =
+  (context: FunctionContext<HostLookupConfig>, clients: KubeClients) =>
+  (item: StoredObject): Promise<CloudEvent<unknown> | undefined> => {
+    // Being deleted: kud-job-launch's sweep goes on with the cleanup; nothing is re-driven.
+    if (item.metadata.deletionTimestamp !== undefined) return Promise.resolve(undefined);
+    const step = nextStep(conditionsOf(item), item.metadata.generation ?? 0);
+    if (step !== 'render' && step !== 'launch') return Promise.resolve(undefined);
+    return redrive(context, clients, clusterFactsFor(context), item);
+  };

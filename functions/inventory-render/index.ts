@@ -15,6 +15,7 @@ import { isCurrent } from '../../shared/k8s/condition-writer.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
+import { pauseGate } from '../../shared/k8s/paused.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import { causeOf, recordedBy, replyIdFor, type StepCause } from '../../shared/k8s/step-causes.js';
 import {
@@ -75,6 +76,8 @@ async function render(
     });
     return undefined;
   }
+  if ((await pauseGate(clients, live, { component: context.functionName, log: context.log })).stop)
+    return undefined;
   const step = ProvisioningCondition.inventoryRendered;
   const conditions = conditionsOf(live);
   if (isTrueFor(conditions, step, ref.generation)) {

@@ -20,6 +20,7 @@ import {
   provisioningRef,
   provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
+import { unpausedSince } from '../../shared/k8s/paused.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { Logger } from '../../shared/log.js';
 import { placementOf, type KudJobLaunchConfig } from './config.js';
@@ -89,7 +90,8 @@ export async function advanceDeletion(
   const nodeName = await kudNodeName(clients, live, kudJobName(cluster), kudJob);
   if (kudJob && jobState(kudJob) === 'running') await deleteJob(clients, kudJob);
 
-  const elapsed = secondsSince(live.metadata.deletionTimestamp, now);
+  // Counted from the resume when the Provisioning was paused after its deletion (paused.ts).
+  const elapsed = secondsSince(unpausedSince(live, live.metadata.deletionTimestamp), now);
   const cleanup = await readOwnJob(clients, functionsNamespace, cleanupJobName(cluster), ref.uid);
   const ours = cleanup;
   const state = ours ? jobState(ours) : undefined;

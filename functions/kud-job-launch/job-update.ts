@@ -2,6 +2,7 @@ import type { CloudEvent } from 'cloudevents';
 import { managedByLabel, managedByValue } from '../../shared/core/names.js';
 import type { KubeObjectData } from '../../shared/events/types.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
+import { pauseGate } from '../../shared/k8s/paused.js';
 import { readProvisioning } from '../../shared/k8s/provisioning.js';
 import { jobState, readJob } from '../../shared/k8s/jobs.js';
 import type { FunctionContext } from '../../shared/server/types.js';
@@ -45,6 +46,8 @@ export async function onJobUpdate(
     context.log.info('Job or its Provisioning is gone or was replaced; event is stale');
     return undefined;
   }
+  if ((await pauseGate(clients, live, { component: context.functionName, log: context.log })).stop)
+    return undefined;
   const cluster = live.metadata.labels?.cluster;
   if (cluster && job.metadata?.name === kubeconfigPublisherName(cluster)) {
     await advanceKubeconfig(context, clients, live);

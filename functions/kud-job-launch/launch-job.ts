@@ -37,6 +37,7 @@ import {
   provisioningTarget,
   readProvisioning,
 } from '../../shared/k8s/provisioning.js';
+import { pauseGate } from '../../shared/k8s/paused.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob } from './complete-job.js';
@@ -86,6 +87,8 @@ export async function launchJob(
     context.log.info('event is about another generation or a deleted Provisioning; ignored');
     return undefined;
   }
+  if ((await pauseGate(clients, live, { component: context.functionName, log: context.log })).stop)
+    return undefined;
   const step = ProvisioningCondition.jobLaunched;
   const conditions = conditionsOf(live);
   if (isTrueFor(conditions, step, ref.generation)) {

@@ -11,6 +11,7 @@ import { readOrUndefined } from '../../shared/k8s/api-errors.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { conditionFor, conditionsOf, setCondition } from '../../shared/k8s/conditions.js';
 import { getCustomObject } from '../../shared/k8s/custom-objects.js';
+import { pauseGate } from '../../shared/k8s/paused.js';
 import { replaceStatus } from '../../shared/k8s/status-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
@@ -57,7 +58,9 @@ export async function installSoftware(
   clients: KubeClients,
   stored: StoredObject,
 ): Promise<InstallOutcome> {
-  let live = stored;
+  const pause = await pauseGate(clients, stored, { component: functionName, log: context.log });
+  if (pause.stop) return { kind: 'skipped' };
+  let live = pause.object;
   // An outcome an install Job recorded: announced once, before anything else is decided.
   const recorded = outcomeToAnnounce(live);
   const announcement = recorded ? await announceJobOutcome(clients, live) : undefined;

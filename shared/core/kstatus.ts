@@ -12,6 +12,10 @@
  *   as Flux's own controllers do);
  * - a step that cannot go on without a change: `Stalled=True` with that step's reason and message;
  * - anything else (a step running, waiting on the world, or not reached yet): `Reconciling=True`.
+ * - paused (the `Paused` condition True, shared/k8s/paused.ts) and not Ready: `Reconciling=True`,
+ *   reason Paused, never Stalled: no function acts, so nothing is progressing nor failing; a
+ *   Flux `wait` times out naming the pause, Argo CD shows Progressing with it. A Ready object
+ *   that is paused stays Current: its cluster is installed and works.
  * docs/deploy.md ("GitOps") lists what every state of contract sections 10-11 and of the Image gets.
  */
 import { conditionReasons, type ConditionReason, type ReasonSpec } from '../reasons.js';
@@ -19,6 +23,8 @@ import { conditionSchema, type Condition } from '../schemas/kube.js';
 
 export const KstatusCondition = { reconciling: 'Reconciling', stalled: 'Stalled' } as const;
 const derivedTypes = new Set<string>(Object.values(KstatusCondition));
+/** The pause's condition (shared/k8s/paused.ts): not a step, so never a stall nor a pending step. */
+const pausedType = 'Paused';
 
 /**
  * Reasons the sweep retries (sweep `retry`) that still cannot clear without someone changing
@@ -94,15 +100,19 @@ export function kstatusVerdict(
   );
   const ready = current.find((c) => c.type === 'Ready');
   if (ready?.status === 'True') return undefined;
+  const paused = current.find((c) => c.type === pausedType);
+  if (paused?.status === 'True')
+    return { type: 'Reconciling', reason: paused.reason ?? 'Paused', message: paused.message ?? 'Paused' };
+  const steps = current.filter((c) => c.type !== pausedType);
   // Ready first: it carries the failing step's reason and message (shared/k8s/step-report.ts).
-  const stalled = [...(ready ? [ready] : []), ...current.filter((c) => c !== ready)].find(stalls);
+  const stalled = [...(ready ? [ready] : []), ...steps.filter((c) => c !== ready)].find(stalls);
   if (stalled)
     return {
       type: 'Stalled',
       reason: stalled.reason ?? 'Pending',
       message: stalled.message ?? `${stalled.type} is False`,
     };
-  const pending = ready ?? current.find((c) => c.status !== 'True');
+  const pending = ready ?? steps.find((c) => c.status !== 'True');
   if (pending)
     return {
       type: 'Reconciling',

@@ -7,6 +7,11 @@
 export const retryAnnotation = 'bpa.akraino.org/retry';
 /** `bpa.akraino.org/cancel: "true"`: delete a running Job, end in Ready=False, reason Cancelled. */
 export const cancelAnnotation = 'bpa.akraino.org/cancel';
+/**
+ * `bpa.akraino.org/paused` (any value, even empty): no function acts on the Provisioning or
+ * Software until it is removed (contract section 14; shared/k8s/paused.ts).
+ */
+export const pausedAnnotation = 'bpa.akraino.org/paused';
 /** Lets the functions clean up (Job, KUD directory, cluster name) before a Provisioning goes. */
 export const cleanupFinalizer = 'bpa.akraino.org/cleanup';
 

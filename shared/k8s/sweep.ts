@@ -6,6 +6,7 @@ import type { Logger } from '../log.js';
 import { notOnboardedIn, onboardCommand, terminatingIn } from './api-errors.js';
 import { kubeClients, type KubeClients } from './clients.js';
 import { listInNamespaces } from './custom-objects.js';
+import { pauseGate } from './paused.js';
 import type { CustomResource } from './resources.js';
 import type { StoredObject } from './stored-object.js';
 
@@ -75,7 +76,8 @@ export function takeSweepSlot(
  * the broker. Handlers are idempotent, so a re-drive that races the original is harmless.
  * One object failing does not stop the others; the ping fails (and is retried) at the end,
  * naming every object that could not be handled. At most one sweep per SWEEP_INTERVAL_SECONDS
- * per function instance (takeSweepSlot): the rest of a flood costs no API call.
+ * per function instance (takeSweepSlot): the rest of a flood costs no API call. A paused object
+ * (shared/k8s/paused.ts) is not re-driven, whatever the function's sweep would do with it.
  */
 export async function runSweep(context: SweepContext, sweep: Sweep): Promise<void> {
   const slot = takeSweepSlot(
@@ -99,7 +101,14 @@ export async function runSweep(context: SweepContext, sweep: Sweep): Promise<voi
   for (const item of items) {
     const where = `${item.metadata.namespace}/${item.metadata.name}`;
     try {
-      const event = await sweep.redrive(item, clients);
+      // The pause (shared/k8s/paused.ts), decided from the listed object as every sweep reads it.
+      const gate = await pauseGate(clients, item, {
+        component: context.functionName ?? sweep.kind,
+        log: context.log,
+        resource: sweep.resource,
+      });
+      if (gate.stop) continue;
+      const event = await sweep.redrive(gate.object, clients);
       if (!event) continue;
       await context.send(event);
       sent++;

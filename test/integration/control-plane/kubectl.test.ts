@@ -64,6 +64,13 @@ beforeAll(async () => {
             message: 'Job kud-cluster-a is gone; a new one is launched',
             lastTransitionTime: '2026-01-01T00:00:00Z',
           },
+          {
+            type: 'Paused',
+            status: 'True',
+            reason: 'Paused',
+            message: 'Paused by the annotation bpa.akraino.org/paused',
+            lastTransitionTime: '2026-01-01T00:00:00Z',
+          },
         ],
         job: {
           name: 'kud-cluster-a',
@@ -94,6 +101,7 @@ it('prints the Provisioning printer columns for the short name bpa', async () =>
     'CLUSTER',
     'READY',
     'REASON',
+    'PAUSED',
     'JOB',
     'WAITING',
     'LEFT',
@@ -106,6 +114,7 @@ it('prints the Provisioning printer columns for the short name bpa', async () =>
     CLUSTER: 'cluster-a',
     READY: 'False',
     REASON: 'JobMissing',
+    PAUSED: 'True',
     JOB: 'Pending',
     WAITING: 'CreateContainerConfigError',
     LEFT: '7100',
@@ -188,5 +197,5 @@ describe('`- master-1:` (a master that is also a worker) through kubectl apply',
 it('prints a Software without status with empty Ready and Reason, under the short name sw', async () => {
   const rows = table(await kubectl('get', 'sw', '-n', cluster.namespace));
   expect(rows).toHaveLength(1);
-  expect(rows[0]).toMatchObject({ NAME: 'tools-a', CLUSTER: 'cluster-a', READY: '', REASON: '' });
+  expect(rows[0]).toMatchObject({ NAME: 'tools-a', CLUSTER: 'cluster-a', READY: '', REASON: '', PAUSED: '' });
 });

@@ -76,6 +76,26 @@ describe('kstatusVerdict', () => {
     expect(kstatusVerdict(at(3), [cond('Ready', 'False', 'JobFailed', 2)])?.type).toBe('Reconciling');
   });
 
+  it('is Reconciling, reason Paused, for a paused object that is not Ready, even one that failed', () => {
+    const paused = cond('Paused', 'True', 'Paused');
+    expect(kstatusVerdict(at(2), [cond('Ready', 'Unknown', 'Provisioning'), paused])).toEqual({
+      type: 'Reconciling',
+      reason: 'Paused',
+      message: 'Paused Paused',
+    });
+    expect(kstatusVerdict(at(2), [cond('Ready', 'False', 'JobFailed'), paused])?.type).toBe('Reconciling');
+    // Ready stays Ready: a paused cluster that is installed is Current.
+    expect(kstatusVerdict(at(2), [cond('Ready', 'True', 'ClusterReady'), paused])).toBeUndefined();
+    // Resumed: Paused False is neither a stall nor the pending step; a failure shows again.
+    const resumed = cond('Paused', 'False', 'Resumed');
+    expect(kstatusVerdict(at(2), [cond('Ready', 'False', 'JobFailed'), resumed])?.type).toBe('Stalled');
+    expect(kstatusVerdict(at(2), [resumed])).toEqual({
+      type: 'Reconciling',
+      reason: 'Pending',
+      message: 'Generation 2 is not reconciled yet',
+    });
+  });
+
   it('is Reconciling while deleting', () => {
     expect(
       kstatusVerdict(at(2, '2026-01-01T00:00:00Z'), [cond('Ready', 'False', 'JobFailed')]),
