@@ -9,22 +9,13 @@
  * recorded for it (mergeNodeProgress) unless the window says more.
  */
 
-export type NodePhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+import {
+  nodeMessageMaxChars as messageMaxChars,
+  type NodeProgress,
+  type StatusNode,
+} from '../schemas/provisioning.js';
 
-/** Why a host failed: a task failed on it, or Ansible could not reach it. */
-export type NodeFailure = 'TaskFailed' | 'HostUnreachable';
-
-export interface NodeProgress {
-  phase: NodePhase;
-  /** The play the host is at (or ended in). */
-  play?: string;
-  /** The task the host ran last; for a failure, the task that failed. */
-  task?: string;
-  /** For a failure: whether the task failed or the host could not be reached. */
-  reason?: NodeFailure;
-  /** For a failure: Ansible's own message (its `msg`), at most messageMaxChars. */
-  message?: string;
-}
+export { messageMaxChars, type NodeProgress };
 
 export interface AnsibleProgress {
   /** What the window says about each host it names (an inventory host name: the node label). */
@@ -33,7 +24,6 @@ export interface AnsibleProgress {
   finished: boolean;
 }
 
-export const messageMaxChars = 512;
 const nameMaxChars = 200;
 
 const headerPattern = /^(PLAY|TASK|RUNNING HANDLER) \[(.*)\] \*+\s*$/;
@@ -120,10 +110,10 @@ export function parseAnsibleOutput(text: string): AnsibleProgress {
       const failed = Number(recap[3]);
       if (failed > 0 || unreachable > 0) {
         node.phase = 'Failed';
-        node.reason ??= failed > 0 ? 'TaskFailed' : 'HostUnreachable';
+        node.failure ??= failed > 0 ? 'TaskFailed' : 'HostUnreachable';
       } else {
         node.phase = 'Succeeded';
-        delete node.reason;
+        delete node.failure;
         delete node.message;
       }
       continue;
@@ -132,21 +122,21 @@ export function parseAnsibleOutput(text: string): AnsibleProgress {
       // ignore_errors: the failure does not count, the host goes on.
       const node = at(lastFailed);
       node.phase = 'Running';
-      delete node.reason;
+      delete node.failure;
       delete node.message;
       lastFailed = undefined;
       continue;
     }
     const result = resultPattern.exec(line);
     if (!result) continue;
-    const [, status, host, failure, rest] = result as unknown as [string, string, string, string?, string?];
+    const [, status, host, kind, rest] = result as unknown as [string, string, string, string?, string?];
     const node = at(host);
     if (play) node.play = play;
     if (task) node.task = task;
     lastFailed = undefined;
     if (status === 'fatal' || status === 'failed') {
       node.phase = 'Failed';
-      node.reason = failure === 'UNREACHABLE!' ? 'HostUnreachable' : 'TaskFailed';
+      node.failure = kind === 'UNREACHABLE!' ? 'HostUnreachable' : 'TaskFailed';
       delete node.message;
       lastFailed = host;
       if (rest !== undefined) {
@@ -160,7 +150,7 @@ export function parseAnsibleOutput(text: string): AnsibleProgress {
     }
     // A later result for a failed host: its failure was rescued or ignored.
     node.phase = 'Running';
-    delete node.reason;
+    delete node.failure;
     delete node.message;
   }
   finishPending();
@@ -182,7 +172,7 @@ export function mergeNodeProgress(
   if (!merged.task && recorded?.task) merged.task = recorded.task;
   // The recap says Failed; the fatal line that said why may have left the window.
   if (merged.phase === 'Failed' && recorded?.phase === 'Failed') {
-    merged.reason ??= recorded.reason;
+    merged.failure ??= recorded.failure;
     if (!merged.message && recorded.message) merged.message = recorded.message;
   }
   return merged;
@@ -190,6 +180,51 @@ export function mergeNodeProgress(
 
 /** `host <label> failed at task [<task>]: <message>`, for a condition's message. */
 export function describeFailure(label: string, node: NodeProgress): string {
-  const what = node.reason === 'HostUnreachable' ? 'was unreachable' : 'failed';
+  const what = node.failure === 'HostUnreachable' ? 'was unreachable' : 'failed';
   return `host ${label} ${what}${node.task ? ` at task [${node.task}]` : ''}${node.message ? `: ${node.message}` : ''}`;
+}
+
+const progressKeys = ['phase', 'play', 'task', 'failure', 'message'] as const;
+
+/** The progress recorded on a status.nodes entry, if any. */
+function recordedProgress(node: StatusNode): NodeProgress | undefined {
+  if (!node.phase) return undefined;
+  const progress: NodeProgress = { phase: node.phase };
+  for (const key of progressKeys) if (node[key] !== undefined) Object.assign(progress, { [key]: node[key] });
+  return progress;
+}
+
+/**
+ * status.nodes[] after a window of the installer's output: each node (an inventory host is named
+ * by its node label) with its recorded progress merged with what the window says. `recorded`
+ * false: the progress on `nodes` is an earlier Job's, and is dropped. Undefined when neither the
+ * window nor the record names any node.
+ */
+export function nodesWithProgress(
+  nodes: readonly StatusNode[],
+  log: string,
+  recorded = true,
+): StatusNode[] | undefined {
+  const { hosts } = parseAnsibleOutput(log);
+  // No Ansible output yet, nor any recorded (an installer that prints none): nothing to say.
+  if (!nodes.some((node) => hosts.has(node.label) || (recorded && node.phase))) return undefined;
+  return nodes.map((node) => {
+    const resolved: StatusNode = { ...node };
+    for (const key of progressKeys) delete resolved[key];
+    return {
+      ...resolved,
+      ...mergeNodeProgress(recorded ? recordedProgress(node) : undefined, hosts.get(node.label)),
+    };
+  });
+}
+
+/** The failed nodes, for a condition's message: `host a failed at task [t]: msg; ...` (at most 3). */
+export function failedNodesSummary(nodes: readonly StatusNode[]): string | undefined {
+  const failed = nodes.flatMap((node) => {
+    const progress = recordedProgress(node);
+    return progress?.phase === 'Failed' ? [describeFailure(node.label, progress)] : [];
+  });
+  if (failed.length === 0) return undefined;
+  const more = failed.length > 3 ? `; and ${failed.length - 3} more host(s)` : '';
+  return failed.slice(0, 3).join('; ') + more;
 }

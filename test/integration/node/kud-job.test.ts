@@ -3,7 +3,8 @@
  * Kubernetes' own Job controller and garbage collector (kube-controller-manager) run it and
  * clean up after it, and the node (OUR IMITATION of a kubelet: pods are local processes) runs its
  * container, whose image maps to the KUD installer STAND-IN (local/kud-stand-in: real Ansible reads
- * the inventory and pings every host; it installs nothing). The hosts are real OpenSSH sshd daemons
+ * the inventory and runs its stand-in playbook on every host with real ansible-playbook; it installs
+ * nothing). The hosts are real OpenSSH sshd daemons
  * in network namespaces on the node's network (local/lab): two answer, one accepts connections and
  * never answers, and one address has nothing behind it. Nothing patches a Job's status here.
  * Starts its own cluster (its own slot), so it never disturbs the shared suites. Needs root.
@@ -36,6 +37,7 @@ const deadlineSeconds = 90;
 /** Contract section 10: section 6's text, then the pod whose logs say why. */
 const jobFailedMessage = (cluster: string, pod: string) =>
   `Job Failed, KUD not installed in Cluster ${cluster}, check pod logs (pod ${pod})`;
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 let cluster: StackCluster;
 let network: LabNetwork;
@@ -123,6 +125,15 @@ type Conditioned = KubernetesObject & {
     conditions?: { type: string; status: string; reason?: string; message?: string }[];
     /** The KUD pod, and for a failed one its last log lines (status.job). */
     job?: { pod?: string; logTail?: string };
+    /** Each node, with its progress from the installer's Ansible output (contract section 14). */
+    nodes?: {
+      label: string;
+      phase?: string;
+      play?: string;
+      task?: string;
+      failure?: string;
+      message?: string;
+    }[];
   };
 };
 
@@ -195,11 +206,27 @@ describe('the KUD Job on the node', () => {
     const job = await readJob('reachable');
     expect(jobCondition(job, 'Complete')).toMatchObject({ reason: 'CompletionsReached' });
     expect(job.status?.succeeded).toBe(1);
-    expect(conditionOf(await readProvisioning('reachable'), 'Ready')).toMatchObject({ status: 'True' });
+    const reachable = await readProvisioning('reachable');
+    expect(conditionOf(reachable, 'Ready')).toMatchObject({ status: 'True' });
+    // Each node's end, read from the installer's PLAY RECAP, at the last play and task it ran.
+    expect(reachable.status?.nodes).toEqual([
+      expect.objectContaining({
+        label: 'answering-1',
+        phase: 'Succeeded',
+        play: 'Control plane (stand-in, installs nothing)',
+        task: 'Run true on the master',
+      }),
+      expect.objectContaining({
+        label: 'answering-2',
+        phase: 'Succeeded',
+        play: 'Nodes (stand-in, installs nothing)',
+        task: 'Run true on the node',
+      }),
+    ]);
     // The pod really ran on the node, and its log is the stand-in's (through the node's log endpoint).
     const logs = await kubectl('logs', 'job/kud-reachable');
     expect(logs).toContain('[kud-installer stand-in] all 2 host(s) answered');
-    expect(logs).toMatch(/answering-2 \| SUCCESS/);
+    expect(logs).toMatch(/^answering-2 +: ok=\d+ +changed=0 +unreachable=0 +failed=0 /m);
     expect(
       await kubectl(
         'get',
@@ -224,13 +251,31 @@ describe('the KUD Job on the node', () => {
       'jsonpath={.items[0].metadata.name}',
     );
     expect(podName).toMatch(/^kud-unreachable-[a-z0-9]{5}$/);
-    expect(installed).toMatchObject({ status: 'False', message: jobFailedMessage('unreachable', podName) });
+    // The contract's message, then the host and the task that failed, in Ansible's words.
+    expect(installed).toMatchObject({ status: 'False', reason: 'JobFailed' });
+    expect(installed.message).toMatch(
+      new RegExp(
+        `^${escape(jobFailedMessage('unreachable', podName))}: host nowhere-1 was unreachable at task \\[Ping the host over SSH\\]: .*ssh`,
+      ),
+    );
+    const failedNodes = (await readProvisioning('unreachable')).status?.nodes;
+    expect(failedNodes).toEqual([
+      expect.objectContaining({ label: 'answering-3', phase: 'Succeeded' }),
+      expect.objectContaining({
+        label: 'nowhere-1',
+        phase: 'Failed',
+        failure: 'HostUnreachable',
+        play: 'Reach every host (kubespray bootstrap-os)',
+        task: 'Ping the host over SSH',
+        message: expect.stringContaining('Make sure this host can be reached over ssh'),
+      }),
+    ]);
     const job = await readJob('unreachable');
     expect(jobCondition(job, 'Failed')).toMatchObject({ reason: 'BackoffLimitExceeded' });
     expect(job.status?.failed).toBe(1);
     const logs = await kubectl('logs', 'job/kud-unreachable');
     expect(logs).toContain('[kud-installer stand-in] FAILED: host(s) did not answer over SSH: nowhere-1');
-    expect(logs).toMatch(/nowhere-1 \| UNREACHABLE!/);
+    expect(logs).toMatch(/^fatal: \[nowhere-1\]: UNREACHABLE! => /m);
     const pod = JSON.parse(await kubectl('get', 'pods', '-l', 'job-name=kud-unreachable', '-o', 'json')) as {
       items: { status: { containerStatuses: { state: { terminated?: { exitCode: number } } }[] } }[];
     };

@@ -5,6 +5,8 @@
 import { readFileSync } from 'node:fs';
 import {
   describeFailure,
+  failedNodesSummary,
+  nodesWithProgress,
   mergeNodeProgress,
   messageMaxChars,
   parseAnsibleOutput,
@@ -44,7 +46,7 @@ describe('parseAnsibleOutput on real stand-in output', () => {
       phase: 'Failed',
       play: 'Reach every host (kubespray bootstrap-os)',
       task: 'Ping the host over SSH',
-      reason: 'HostUnreachable',
+      failure: 'HostUnreachable',
       message: expect.stringContaining('ssh: connect to host 127.0.0.42 port 22: Connection refused'),
     });
     expect(hosts['master-1']?.phase).toBe('Succeeded');
@@ -57,7 +59,7 @@ describe('parseAnsibleOutput on real stand-in output', () => {
       phase: 'Failed',
       play: "Check the hosts as kubespray's preinstall does (kubernetes/preinstall)",
       task: 'Stop if memory is too small for nodes',
-      reason: 'TaskFailed',
+      failure: 'TaskFailed',
       message: expect.stringMatching(/^\d+ MiB of memory; a node needs 1099511627776$/),
     });
     expect(hosts['master-1']).toMatchObject({ phase: 'Succeeded', task: 'Run true on the master' });
@@ -73,7 +75,7 @@ describe('parseAnsibleOutput on real stand-in output', () => {
     expect(Object.fromEntries(parsed.hosts)).toMatchObject({
       'master-1': { phase: 'Running', task: 'Stop if memory is too small for nodes' },
       'worker-1': { phase: 'Running', task: 'Stop if memory is too small for nodes' },
-      'master-2': { phase: 'Failed', reason: 'HostUnreachable', task: 'Ping the host over SSH' },
+      'master-2': { phase: 'Failed', failure: 'HostUnreachable', task: 'Ping the host over SSH' },
     });
   });
 
@@ -82,7 +84,7 @@ describe('parseAnsibleOutput on real stand-in output', () => {
     for (const label of ['master-1', 'master-2', 'worker-1'])
       expect(hosts[label]).toMatchObject({
         phase: 'Failed',
-        reason: 'HostUnreachable',
+        failure: 'HostUnreachable',
         task: 'Ping the host over SSH',
         message: expect.stringContaining('Permission denied (publickey)'),
       });
@@ -134,7 +136,7 @@ describe('mergeNodeProgress', () => {
     phase: 'Failed',
     play: 'p',
     task: 'Ping the host over SSH',
-    reason: 'HostUnreachable',
+    failure: 'HostUnreachable',
     message: 'refused',
   };
 
@@ -160,5 +162,61 @@ describe('mergeNodeProgress', () => {
       play: 'p',
       task: 'Ping the host over SSH',
     });
+  });
+});
+
+describe('nodesWithProgress and failedNodesSummary', () => {
+  const node = (label: string, ip: string) => ({
+    label,
+    roles: ['master' as const],
+    mac: '52:54:00:00:00:01',
+    ip,
+    source: 'dhcp-leases' as const,
+  });
+  const nodes = [
+    node('master-1', '127.0.0.41'),
+    node('master-2', '127.0.0.42'),
+    node('worker-1', '127.0.0.43'),
+  ];
+
+  it('each node gets its progress by label; a node the output does not name is Pending', () => {
+    const text = fixture('stand-in-unreachable.log');
+    const windowed = nodesWithProgress([...nodes, node('other', '127.0.0.44')], text);
+    expect(windowed!.map((n) => [n.label, n.phase, n.ip])).toEqual([
+      ['master-1', 'Succeeded', '127.0.0.41'],
+      ['master-2', 'Failed', '127.0.0.42'],
+      ['worker-1', 'Succeeded', '127.0.0.43'],
+      ['other', 'Pending', '127.0.0.44'],
+    ]);
+    expect(failedNodesSummary(windowed!)).toMatch(
+      /^host master-2 was unreachable at task \[Ping the host over SSH\]: Data could not be sent/,
+    );
+    expect(failedNodesSummary(nodesWithProgress(nodes, fixture('stand-in-succeeds.log'))!)).toBeUndefined();
+  });
+
+  it('a later window keeps what an earlier one recorded; an earlier Job’s progress is dropped', () => {
+    const text = fixture('stand-in-task-failed.log');
+    const cut = text.indexOf('PLAY [Control plane');
+    const first = nodesWithProgress(nodes, text.slice(0, cut));
+    expect(first!.find((n) => n.label === 'worker-1')).toMatchObject({
+      phase: 'Failed',
+      failure: 'TaskFailed',
+    });
+    const second = nodesWithProgress(first!, text.slice(cut))!;
+    expect(second.find((n) => n.label === 'worker-1')).toMatchObject({
+      phase: 'Failed',
+      task: 'Stop if memory is too small for nodes',
+      message: expect.stringContaining('a node needs 1099511627776'),
+    });
+    expect(nodesWithProgress(first!, text.slice(0, text.indexOf('PLAY [Gather')), false)).toEqual([
+      expect.objectContaining({ label: 'master-1', phase: 'Running', task: 'Ping the host over SSH' }),
+      expect.objectContaining({ label: 'master-2', phase: 'Running' }),
+      expect.objectContaining({ label: 'worker-1', phase: 'Running', task: 'Ping the host over SSH' }),
+    ]);
+    // An installer that prints no Ansible output: status.nodes is left as it is.
+    expect(nodesWithProgress(nodes, 'installing...\n')).toBeUndefined();
+    expect(nodesWithProgress(first!, 'installing...\n', false)).toBeUndefined();
+    // Idempotent: the same window again changes nothing (no status write).
+    expect(nodesWithProgress(second, text.slice(cut))).toEqual(second);
   });
 });
