@@ -5,7 +5,7 @@
  * container, whose image maps to the KUD installer STAND-IN (local/kud-stand-in: real Ansible reads
  * the inventory and runs its stand-in playbook on every host with real ansible-playbook; it installs
  * nothing). The hosts are real OpenSSH sshd daemons
- * in network namespaces on the node's network (local/lab): two answer, one accepts connections and
+ * in network namespaces on the node's network (local/lab): four answer, one accepts connections and
  * never answers, and one address has nothing behind it. Nothing patches a Job's status here.
  * Starts its own cluster (its own slot), so it never disturbs the shared suites. Needs root.
  */
@@ -50,11 +50,11 @@ let functionsNamespace: string;
 let cacheDir: string;
 
 /**
- * answering-1, answering-2 and answering-3 answer; silent-1 never does; nowhere-1 is an address
+ * answering-1 to answering-4 answer; silent-1 never does; nowhere-1 is an address
  * with no host. A host serves one Provisioning at a time (its BareMetalHost's consumerRef, contract
  * section 12), so each cluster of this file has hosts of its own.
  */
-let hosts: Record<'answering1' | 'answering2' | 'answering3' | 'silent' | 'nowhere', LabHost>;
+let hosts: Record<'answering1' | 'answering2' | 'answering3' | 'answering4' | 'silent' | 'nowhere', LabHost>;
 
 const host = (label: string, mac: string, ip: string, role: LabHost['role']): LabHost => ({
   label,
@@ -73,26 +73,34 @@ beforeAll(async () => {
     fallBack: false,
     extraImageMaps: [fileURLToPath(new URL('../../fixtures/node/images.yaml', import.meta.url))],
   });
-  network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253, 254]);
-  const [a, b, c, d] = network.hosts as [
+  network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253, 254, 249]);
+  const [a, b, c, d, e] = network.hosts as [
+    LabNetwork['hosts'][0],
     LabNetwork['hosts'][0],
     LabNetwork['hosts'][0],
     LabNetwork['hosts'][0],
     LabNetwork['hosts'][0],
   ];
   sshd = await startSshHosts({
-    count: 4,
-    addresses: [a.ip, b.ip, c.ip, d.ip],
-    netns: [a.netns, b.netns, c.netns, d.netns],
+    count: 5,
+    addresses: [a.ip, b.ip, c.ip, d.ip, e.ip],
+    netns: [a.netns, b.netns, c.netns, d.netns, e.netns],
     port: 22,
     username: 'root',
-    behaviours: [{ kind: 'lab' }, { kind: 'lab' }, { kind: 'hang', seconds: 600 }, { kind: 'lab' }],
+    behaviours: [
+      { kind: 'lab' },
+      { kind: 'lab' },
+      { kind: 'hang', seconds: 600 },
+      { kind: 'lab' },
+      { kind: 'lab' },
+    ],
   });
   const prefix = cluster.nodeNetwork!.subnetPrefix;
   hosts = {
     answering1: host('answering-1', '52:54:00:4b:00:01', a.ip, 'master'),
     answering2: host('answering-2', '52:54:00:4b:00:02', b.ip, 'worker'),
     answering3: host('answering-3', '52:54:00:4b:00:05', d.ip, 'master'),
+    answering4: host('answering-4', '52:54:00:4b:00:06', e.ip, 'worker'),
     silent: host('silent-1', '52:54:00:4b:00:03', c.ip, 'master'),
     nowhere: host('nowhere-1', '52:54:00:4b:00:04', `${prefix}.250`, 'worker'),
   };
@@ -104,6 +112,8 @@ beforeAll(async () => {
     namespacePrefix: 'kud-node',
     functionsEnv: {
       KUD_ACTIVE_DEADLINE_SECONDS: String(deadlineSeconds),
+      // The sweep reads the running pod's progress: often enough to see it within the Job's run.
+      SWEEP_INTERVAL_SECONDS: '5',
       // Deletion (bpa.akraino.org/cleanup): the cleanup Job's `rm` runs on the node in the test
       // shell; a cleanup that cannot run gives up well within the deletion test's wait.
       CLEANUP_IMAGE: 'bpa.local/test/shell:1',
@@ -283,7 +293,29 @@ describe('the KUD Job on the node', () => {
   }, 300_000);
 
   it('overrunning its deadline (a host that never answers): Failed with DeadlineExceeded, and the Provisioning says so', async () => {
-    await apply(provisioning('silent', [hosts.silent], []));
+    await apply(provisioning('silent', [hosts.silent], [hosts.answering4]));
+    // While the Job runs (contract section 14): the host that answered is Running at the task
+    // Ansible is at, the one that hangs is not named by the output yet.
+    const running = await waitFor(
+      async () => {
+        await stack.sweep();
+        const object = await readProvisioning('silent');
+        const node = object.status?.nodes?.find((n) => n.label === 'answering-4');
+        return node?.phase === 'Running' && !conditionOf(object, 'KudInstalled')?.status.match(/True|False/)
+          ? object
+          : undefined;
+      },
+      { what: 'progress of silent while its Job runs', timeoutMs: 80_000, intervalMs: 2000 },
+    );
+    expect(running.status?.nodes).toEqual([
+      expect.objectContaining({ label: 'silent-1', phase: 'Pending' }),
+      expect.objectContaining({
+        label: 'answering-4',
+        phase: 'Running',
+        play: 'Reach every host (kubespray bootstrap-os)',
+        task: 'Ping the host over SSH',
+      }),
+    ]);
     const installed = await kudInstalled('silent');
     const job = await readJob('silent');
     expect(jobCondition(job, 'Failed')).toMatchObject({ reason: 'DeadlineExceeded' });
