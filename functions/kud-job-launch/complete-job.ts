@@ -40,7 +40,7 @@ import type { KudJobLaunchConfig } from './config.js';
 import { runDurationSeconds } from './job-state.js';
 import { jobState, lastBytes, podLogTail, podsOfJob } from '../../shared/k8s/jobs.js';
 import { failedNodesSummary } from '../../shared/core/ansible-progress.js';
-import { nodesFromLog, progressLogTail } from './record-progress.js';
+import { nodesFromLog, progressLogTail, recordedNodes } from './record-progress.js';
 import { jobsFinished, kudRunDuration, timeToReady } from './metrics.js';
 
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
@@ -160,7 +160,8 @@ export async function completeJob(
           isDeepStrictEqual(fresh.status?.[key], value),
         ),
     });
-    const failedHosts = failedNodesSummary(withNodes(live).nodes ?? []);
+    // The pod gone (its log with it): what the reads while it ran recorded.
+    const failedHosts = failedNodesSummary(withNodes(live).nodes ?? recordedNodes(live));
     const event = await failProvisioning(
       clients,
       context.functionName,

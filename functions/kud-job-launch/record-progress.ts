@@ -39,6 +39,12 @@ export async function progressLog(clients: KubeClients, pod: V1Pod | undefined):
   return podLogTail(clients, pod, progressLogTail);
 }
 
+/** status.nodes[] as recorded, with any progress ([] when it is not a usable list). */
+export function recordedNodes(object: StoredObject) {
+  const nodes = statusNodesSchema.safeParse(object.status?.nodes);
+  return nodes.success ? nodes.data : [];
+}
+
 /**
  * status.nodes[] with each node's progress from the log tail of `pod`, merged with what `fresh`
  * records for that pod (an earlier pod's progress, a retried Job's of the same name, is dropped);
