@@ -41,7 +41,9 @@ import type { Logger } from '../../shared/log.js';
 import type { FunctionContext } from '../../shared/server/types.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { runDurationSeconds } from './job-state.js';
-import { jobState, podLogTail, podsOfJob } from '../../shared/k8s/jobs.js';
+import { jobState, lastBytes, podLogTail, podsOfJob } from '../../shared/k8s/jobs.js';
+import { failedNodesSummary } from '../../shared/core/ansible-progress.js';
+import { nodesFromLog, progressLogTail, recordedNodes } from './record-progress.js';
 import { jobsFinished, kudRunDuration, timeToReady } from './metrics.js';
 
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
@@ -61,28 +63,32 @@ export function jobFailure(
   job: V1Job,
   cluster: string,
   pod?: string,
+  failedHosts?: string,
 ): { step: string; reason: string; message: string } {
   const step = ProvisioningCondition.kudInstalled;
+  // The installer's own words (contract section 14): which host failed, at which task, and why.
+  const hosts = failedHosts ? `: ${failedHosts}` : '';
   if (failedByDeadline(job))
     return {
       step,
       reason: Reason.JobDeadlineExceeded,
-      message: `Job ${job.metadata?.name} exceeded its deadline of ${job.spec?.activeDeadlineSeconds ?? '?'} s, KUD not installed in Cluster ${cluster} (raise spec.installTimeoutSeconds or KUD_ACTIVE_DEADLINE_SECONDS)`,
+      message: `Job ${job.metadata?.name} exceeded its deadline of ${job.spec?.activeDeadlineSeconds ?? '?'} s, KUD not installed in Cluster ${cluster} (raise spec.installTimeoutSeconds or KUD_ACTIVE_DEADLINE_SECONDS)${hosts}`,
     };
-  return { step, reason: Reason.JobFailed, message: jobFailedMessage(cluster, pod) };
+  return { step, reason: Reason.JobFailed, message: `${jobFailedMessage(cluster, pod)}${hosts}` };
 }
 
 /**
  * status.job of a finished KUD Job: its pod (the newest; a backoffLimit 0 Job has one, found by the
  * Job's controller uid), its phase, the node it ran on (where the cleanup and the publisher go),
  * and for a failed pod its last log lines, bounded: tenants cannot read pods in the functions'
- * namespace (contract section 12). The pod already gone: what the sweep last recorded.
+ * namespace (contract section 12). The pod already gone: what the sweep last recorded. `log`: the
+ * pod's log tail read once for both, the installer's output the nodes' progress comes from.
  */
 export async function finishedJobStatus(
   clients: KubeClients,
   live: StoredObject,
   job: V1Job,
-): Promise<JobProgress> {
+): Promise<{ progress: JobProgress; log?: string }> {
   const pod = newestPod(await podsOfJob(clients, job));
   const recorded = jobStatusSchema.safeParse(live.status?.job);
   const before = recorded.success && recorded.data.name === job.metadata?.name ? recorded.data : undefined;
@@ -94,11 +100,13 @@ export async function finishedJobStatus(
     if (before?.pod) progress.pod = before.pod;
     if (before?.nodeName) progress.nodeName = before.nodeName;
   }
-  if (pod && jobState(job) === 'failed') {
-    const tail = await podLogTail(clients, pod, { tailLines: 20, maxBytes: jobLogTailMaxBytes });
+  const log = pod ? await podLogTail(clients, pod, progressLogTail) : undefined;
+  if (log && jobState(job) === 'failed') {
+    // The last 20 lines, as the status showed them before progress came from the same read.
+    const tail = lastBytes(log.replace(/\n$/, '').split('\n').slice(-20).join('\n'), jobLogTailMaxBytes);
     if (tail) progress.logTail = tail;
   }
-  return progress;
+  return { progress, log };
 }
 
 /**
@@ -139,19 +147,29 @@ export async function completeJob(
   const cluster = parsed.data.metadata.labels.cluster;
   const duration = runDurationSeconds(job);
 
-  const finished = await finishedJobStatus(clients, live, job);
+  const { progress: finished, log } = await finishedJobStatus(clients, live, job);
+  // Each node's end in the installer's output (PLAY RECAP), with what the runs' reads recorded.
+  const withNodes = (fresh: StoredObject) => {
+    const progressed = nodesFromLog(fresh, finished.pod, log);
+    return progressed ? { job: finished, nodes: progressed } : { job: finished };
+  };
   if (state === 'failed') {
-    // The pod and its last lines first, then the failure that points to them.
+    // The pod, its last lines and the nodes first, then the failure that points to them.
     await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
       conditions: [],
-      fields: { job: finished },
-      alreadyDone: (_conditions, fresh) => isDeepStrictEqual(fresh.status?.job, finished),
+      fields: withNodes,
+      alreadyDone: (_conditions, fresh) =>
+        Object.entries(withNodes(fresh)).every(([key, value]) =>
+          isDeepStrictEqual(fresh.status?.[key], value),
+        ),
     });
+    // The pod gone (its log with it): what the reads while it ran recorded.
+    const failedHosts = failedNodesSummary(withNodes(live).nodes ?? recordedNodes(live));
     const event = await failProvisioning(
       clients,
       context.functionName,
       live,
-      jobFailure(job, cluster, finished.pod),
+      jobFailure(job, cluster, finished.pod, failedHosts),
       context.log,
     );
     if (event) {
@@ -212,7 +230,7 @@ export async function completeJob(
       reason: Reason.KudInstalled,
       message: `KUD installed in cluster ${cluster} by Job ${jobName}; node IPs in ConfigMap ${configMapName}`,
       ready: { status: 'True', reason: Reason.ClusterReady, message: `Cluster ${cluster} is ready` },
-      fields: { job: finished, ...hostFields },
+      fields: (fresh: StoredObject) => ({ ...withNodes(fresh), ...hostFields }),
       // Failed or succeeded: a Job's completion is recorded once per generation.
       alreadyDone: (fresh) => {
         const current = conditionFor(fresh, step, ref.generation);

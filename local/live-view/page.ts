@@ -121,7 +121,8 @@ export const liveViewPage = `<!doctype html>
     card.append(chips);
     for (const c of conds) if (c.status === 'False' && c.message) card.append(el('div', { class: 'msg', text: c.type + ': ' + c.message }));
     if (r.kind === 'Provisioning' && (status.nodes || []).length)
-      card.append(table(['node', 'roles', 'mac', 'ip', 'source'], status.nodes.map((n) => [n.label, (n.roles || []).join(','), n.mac, n.ip, n.source])));
+      // With each node's progress in the installer's run (its phase, and the task it is at or failed at).
+      card.append(table(['node', 'roles', 'mac', 'ip', 'source', 'install'], status.nodes.map((n) => [n.label, (n.roles || []).join(','), n.mac, n.ip, n.source, n.phase ? n.phase + (n.task ? ' · ' + n.task : '') : ''])));
     if (r.kind === 'Provisioning' && status.jobName) {
       // The KUD Job's progress (status.job): its pod, phase, why it waits, time to its deadline.
       const job = status.job || {};

@@ -96,8 +96,8 @@ export async function failProvisioning(
 
 /** A Provisioning step's success and the chain event that announces it. */
 export interface ProvisioningSuccess<T extends ChainEventType> extends Success {
-  /** Other status fields to write with the conditions (nodes, jobName...). */
-  fields?: Record<string, unknown>;
+  /** Other status fields to write with the conditions (nodes, jobName...), or a function of the fresh object. */
+  fields?: Record<string, unknown> | ((fresh: StoredObject) => Record<string, unknown>);
   /** The event to reply with; built only when this call recorded the success. */
   announce: { type: T; cluster: string; data: ChainEventData<T> };
 }

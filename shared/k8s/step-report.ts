@@ -27,8 +27,8 @@ export interface StepTarget {
   ref: GenerationRef;
   /** Reporting function, for the Event. */
   component: string;
-  /** Other status fields to write with the conditions (nodes, jobName, hosts...). */
-  fields?: Record<string, unknown>;
+  /** Other status fields to write with the conditions (nodes, jobName, hosts...), or a function of the fresh object. */
+  fields?: Record<string, unknown> | ((fresh: StoredObject) => Record<string, unknown>);
 }
 
 export interface Failure {
@@ -112,7 +112,7 @@ export async function completeStep(
 ): Promise<ConditionWriteResult> {
   const { step, reason, message, ready, cause } = report;
   const fields = (fresh: StoredObject) => ({
-    ...report.fields,
+    ...(typeof report.fields === 'function' ? report.fields(fresh) : report.fields),
     [stepCausesField]: causesAfter(fresh.status, step, cause),
   });
   return writeStep(clients, { ...report, fields }, 'Normal', log, {

@@ -143,10 +143,31 @@ export const jobStatusSchema = z
   .loose();
 export type JobStatus = z.infer<typeof jobStatusSchema>;
 
+/** Bound on a node's failure message in status.nodes[] (Ansible's `msg`, characters). */
+export const nodeMessageMaxChars = 512;
+
+/**
+ * A node's progress in the KUD installer's run, read from its Ansible output (contract section
+ * 14, shared/core/ansible-progress.ts): its phase, the play and task it is at, and for a failure
+ * whether a task failed or the host was unreachable, with Ansible's own message.
+ */
+export const nodeProgressSchema = z.object({
+  phase: z.enum(['Pending', 'Running', 'Succeeded', 'Failed']),
+  play: z.string().optional(),
+  task: z.string().optional(),
+  failure: z.enum(['TaskFailed', 'HostUnreachable']).optional(),
+  message: z.string().max(nodeMessageMaxChars).optional(),
+});
+export type NodeProgress = z.infer<typeof nodeProgressSchema>;
+
+/** status.nodes[]: a resolved node, and once the KUD Job's output names it, its progress. */
+export const statusNodeSchema = resolvedNodeSchema.extend(nodeProgressSchema.partial().shape);
+export type StatusNode = z.infer<typeof statusNodeSchema>;
+
 export const provisioningStatusSchema = z
   .object({
     conditions: z.array(conditionSchema).optional(),
-    nodes: z.array(resolvedNodeSchema).optional(),
+    nodes: z.array(statusNodeSchema).optional(),
     jobName: z.string().optional(),
     job: jobStatusSchema.optional(),
     ownedObjects: z.array(ownedObjectSchema).optional(),

@@ -2,7 +2,8 @@
  * The KUD installer stand-in (local/kud-stand-in/installer) run as the KUD Job's container runs
  * it, against real OpenSSH hosts on 127.0.0.41-43 port 22 (the port a rendered inventory names),
  * whose sessions run Ansible's modules for real. Real Ansible (Debian's `ansible`) reads the
- * rendered inventory and pings every host with the key; needs root (sshd).
+ * rendered inventory and runs the stand-in playbook (cluster.yml) against every host with the key,
+ * printing genuine ansible-playbook output; needs root (sshd).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -100,7 +101,10 @@ test('every host answers: exit 0, each host ran the ping module, a marked admin.
   expect(result.code).toBe(0);
   expect(result.stdout).toContain('inventory read by Ansible: 3 host(s)');
   expect(result.stdout).toContain('master-2 127.0.0.42:22');
-  expect(result.stdout).toMatch(/worker-1 \| SUCCESS/);
+  // Genuine ansible-playbook output, the functions' progress source (contract section 14).
+  expect(result.stdout).toContain('PLAY [Reach every host (kubespray bootstrap-os)]');
+  expect(result.stdout).toMatch(/TASK \[Ping the host over SSH\] \*+\nok: \[/);
+  expect(result.stdout).toMatch(/^worker-1 +: ok=\d+ +changed=0 +unreachable=0 +failed=0 /m);
   expect(result.stdout).toContain('all 3 host(s) answered');
   // Each sshd ran Ansible's module for real (its Python came over the session).
   hosts.hosts.forEach((host, i) => {
@@ -131,14 +135,36 @@ test('a host that does not answer: non-zero exit naming it, no admin.conf', asyn
 
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(
-      /FAILED: host\(s\) did not answer over SSH: master-2 \(ansible exit status \d+\)/,
+      /FAILED: host\(s\) did not answer over SSH: master-2 \(ansible-playbook exit status \d+\)/,
     );
-    expect(result.stdout).toMatch(/master-2 \| UNREACHABLE!/);
-    expect(result.stdout).toMatch(/master-1 \| SUCCESS/);
+    expect(result.stdout).toMatch(/^fatal: \[master-2\]: UNREACHABLE! => /m);
+    expect(result.stdout).toMatch(/^master-1 +: ok=\d+ .* unreachable=0 +failed=0 /m);
+    expect(result.stdout).toMatch(/^master-2 +: ok=0 .* unreachable=1 /m);
     await expect(stat(adminConf())).rejects.toMatchObject({ code: 'ENOENT' });
   } finally {
     await hosts.restart(down);
   }
+});
+
+test("a host below kubespray's memory floor: the task fails for it, non-zero exit naming it", async () => {
+  // As kubespray reads the floor: a host variable of the inventory overrides its default.
+  const text = renderHostsIni({ clusterType: 'baremetal', nodes: nodes() }).replace(
+    /^(worker-1 .*)$/m,
+    '$1 minimal_node_memory_mb=1099511627776',
+  );
+  await placeInventory(text);
+
+  const result = await runInstaller(['--cluster', cluster]);
+
+  expect(result.code).not.toBe(0);
+  expect(result.stderr).toMatch(
+    /FAILED: host\(s\) failed a task: worker-1 \(ansible-playbook exit status 2\)/,
+  );
+  expect(result.stdout).toMatch(
+    /TASK \[Stop if memory is too small for nodes\] \*+\n(skipping: .*\n)*fatal: \[worker-1\]: FAILED! => \{[^}]*a node needs 1099511627776/,
+  );
+  expect(result.stdout).toMatch(/^worker-1 +: ok=\d+ .* failed=1 /m);
+  await expect(stat(adminConf())).rejects.toMatchObject({ code: 'ENOENT' });
 });
 
 test('a key the hosts do not accept: non-zero exit', async () => {

@@ -3,8 +3,9 @@
  * Kubernetes' own Job controller and garbage collector (kube-controller-manager) run it and
  * clean up after it, and the node (OUR IMITATION of a kubelet: pods are local processes) runs its
  * container, whose image maps to the KUD installer STAND-IN (local/kud-stand-in: real Ansible reads
- * the inventory and pings every host; it installs nothing). The hosts are real OpenSSH sshd daemons
- * in network namespaces on the node's network (local/lab): two answer, one accepts connections and
+ * the inventory and runs its stand-in playbook on every host with real ansible-playbook; it installs
+ * nothing). The hosts are real OpenSSH sshd daemons
+ * in network namespaces on the node's network (local/lab): four answer, one accepts connections and
  * never answers, and one address has nothing behind it. Nothing patches a Job's status here.
  * Starts its own cluster (its own slot), so it never disturbs the shared suites. Needs root.
  */
@@ -36,6 +37,7 @@ const deadlineSeconds = 90;
 /** Contract section 10: section 6's text, then the pod whose logs say why. */
 const jobFailedMessage = (cluster: string, pod: string) =>
   `Job Failed, KUD not installed in Cluster ${cluster}, check pod logs (pod ${pod})`;
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 let cluster: StackCluster;
 let network: LabNetwork;
@@ -48,11 +50,11 @@ let functionsNamespace: string;
 let cacheDir: string;
 
 /**
- * answering-1, answering-2 and answering-3 answer; silent-1 never does; nowhere-1 is an address
+ * answering-1 to answering-4 answer; silent-1 never does; nowhere-1 is an address
  * with no host. A host serves one Provisioning at a time (its BareMetalHost's consumerRef, contract
  * section 12), so each cluster of this file has hosts of its own.
  */
-let hosts: Record<'answering1' | 'answering2' | 'answering3' | 'silent' | 'nowhere', LabHost>;
+let hosts: Record<'answering1' | 'answering2' | 'answering3' | 'answering4' | 'silent' | 'nowhere', LabHost>;
 
 const host = (label: string, mac: string, ip: string, role: LabHost['role']): LabHost => ({
   label,
@@ -71,26 +73,34 @@ beforeAll(async () => {
     fallBack: false,
     extraImageMaps: [fileURLToPath(new URL('../../fixtures/node/images.yaml', import.meta.url))],
   });
-  network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253, 254]);
-  const [a, b, c, d] = network.hosts as [
+  network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253, 254, 249]);
+  const [a, b, c, d, e] = network.hosts as [
+    LabNetwork['hosts'][0],
     LabNetwork['hosts'][0],
     LabNetwork['hosts'][0],
     LabNetwork['hosts'][0],
     LabNetwork['hosts'][0],
   ];
   sshd = await startSshHosts({
-    count: 4,
-    addresses: [a.ip, b.ip, c.ip, d.ip],
-    netns: [a.netns, b.netns, c.netns, d.netns],
+    count: 5,
+    addresses: [a.ip, b.ip, c.ip, d.ip, e.ip],
+    netns: [a.netns, b.netns, c.netns, d.netns, e.netns],
     port: 22,
     username: 'root',
-    behaviours: [{ kind: 'lab' }, { kind: 'lab' }, { kind: 'hang', seconds: 600 }, { kind: 'lab' }],
+    behaviours: [
+      { kind: 'lab' },
+      { kind: 'lab' },
+      { kind: 'hang', seconds: 600 },
+      { kind: 'lab' },
+      { kind: 'lab' },
+    ],
   });
   const prefix = cluster.nodeNetwork!.subnetPrefix;
   hosts = {
     answering1: host('answering-1', '52:54:00:4b:00:01', a.ip, 'master'),
     answering2: host('answering-2', '52:54:00:4b:00:02', b.ip, 'worker'),
     answering3: host('answering-3', '52:54:00:4b:00:05', d.ip, 'master'),
+    answering4: host('answering-4', '52:54:00:4b:00:06', e.ip, 'worker'),
     silent: host('silent-1', '52:54:00:4b:00:03', c.ip, 'master'),
     nowhere: host('nowhere-1', '52:54:00:4b:00:04', `${prefix}.250`, 'worker'),
   };
@@ -102,6 +112,8 @@ beforeAll(async () => {
     namespacePrefix: 'kud-node',
     functionsEnv: {
       KUD_ACTIVE_DEADLINE_SECONDS: String(deadlineSeconds),
+      // The sweep reads the running pod's progress: often enough to see it within the Job's run.
+      SWEEP_INTERVAL_SECONDS: '5',
       // Deletion (bpa.akraino.org/cleanup): the cleanup Job's `rm` runs on the node in the test
       // shell; a cleanup that cannot run gives up well within the deletion test's wait.
       CLEANUP_IMAGE: 'bpa.local/test/shell:1',
@@ -123,6 +135,15 @@ type Conditioned = KubernetesObject & {
     conditions?: { type: string; status: string; reason?: string; message?: string }[];
     /** The KUD pod, and for a failed one its last log lines (status.job). */
     job?: { pod?: string; logTail?: string };
+    /** Each node, with its progress from the installer's Ansible output (contract section 14). */
+    nodes?: {
+      label: string;
+      phase?: string;
+      play?: string;
+      task?: string;
+      failure?: string;
+      message?: string;
+    }[];
   };
 };
 
@@ -195,11 +216,27 @@ describe('the KUD Job on the node', () => {
     const job = await readJob('reachable');
     expect(jobCondition(job, 'Complete')).toMatchObject({ reason: 'CompletionsReached' });
     expect(job.status?.succeeded).toBe(1);
-    expect(conditionOf(await readProvisioning('reachable'), 'Ready')).toMatchObject({ status: 'True' });
+    const reachable = await readProvisioning('reachable');
+    expect(conditionOf(reachable, 'Ready')).toMatchObject({ status: 'True' });
+    // Each node's end, read from the installer's PLAY RECAP, at the last play and task it ran.
+    expect(reachable.status?.nodes).toEqual([
+      expect.objectContaining({
+        label: 'answering-1',
+        phase: 'Succeeded',
+        play: 'Control plane (stand-in, installs nothing)',
+        task: 'Run true on the master',
+      }),
+      expect.objectContaining({
+        label: 'answering-2',
+        phase: 'Succeeded',
+        play: 'Nodes (stand-in, installs nothing)',
+        task: 'Run true on the node',
+      }),
+    ]);
     // The pod really ran on the node, and its log is the stand-in's (through the node's log endpoint).
     const logs = await kubectl('logs', 'job/kud-reachable');
     expect(logs).toContain('[kud-installer stand-in] all 2 host(s) answered');
-    expect(logs).toMatch(/answering-2 \| SUCCESS/);
+    expect(logs).toMatch(/^answering-2 +: ok=\d+ +changed=0 +unreachable=0 +failed=0 /m);
     expect(
       await kubectl(
         'get',
@@ -224,13 +261,31 @@ describe('the KUD Job on the node', () => {
       'jsonpath={.items[0].metadata.name}',
     );
     expect(podName).toMatch(/^kud-unreachable-[a-z0-9]{5}$/);
-    expect(installed).toMatchObject({ status: 'False', message: jobFailedMessage('unreachable', podName) });
+    // The contract's message, then the host and the task that failed, in Ansible's words.
+    expect(installed).toMatchObject({ status: 'False', reason: 'JobFailed' });
+    expect(installed.message).toMatch(
+      new RegExp(
+        `^${escape(jobFailedMessage('unreachable', podName))}: host nowhere-1 was unreachable at task \\[Ping the host over SSH\\]: .*ssh`,
+      ),
+    );
+    const failedNodes = (await readProvisioning('unreachable')).status?.nodes;
+    expect(failedNodes).toEqual([
+      expect.objectContaining({ label: 'answering-3', phase: 'Succeeded' }),
+      expect.objectContaining({
+        label: 'nowhere-1',
+        phase: 'Failed',
+        failure: 'HostUnreachable',
+        play: 'Reach every host (kubespray bootstrap-os)',
+        task: 'Ping the host over SSH',
+        message: expect.stringContaining('Make sure this host can be reached over ssh'),
+      }),
+    ]);
     const job = await readJob('unreachable');
     expect(jobCondition(job, 'Failed')).toMatchObject({ reason: 'BackoffLimitExceeded' });
     expect(job.status?.failed).toBe(1);
     const logs = await kubectl('logs', 'job/kud-unreachable');
     expect(logs).toContain('[kud-installer stand-in] FAILED: host(s) did not answer over SSH: nowhere-1');
-    expect(logs).toMatch(/nowhere-1 \| UNREACHABLE!/);
+    expect(logs).toMatch(/^fatal: \[nowhere-1\]: UNREACHABLE! => /m);
     const pod = JSON.parse(await kubectl('get', 'pods', '-l', 'job-name=kud-unreachable', '-o', 'json')) as {
       items: { status: { containerStatuses: { state: { terminated?: { exitCode: number } } }[] } }[];
     };
@@ -238,7 +293,29 @@ describe('the KUD Job on the node', () => {
   }, 300_000);
 
   it('overrunning its deadline (a host that never answers): Failed with DeadlineExceeded, and the Provisioning says so', async () => {
-    await apply(provisioning('silent', [hosts.silent], []));
+    await apply(provisioning('silent', [hosts.silent], [hosts.answering4]));
+    // While the Job runs (contract section 14): the host that answered is Running at the task
+    // Ansible is at, the one that hangs is not named by the output yet.
+    const running = await waitFor(
+      async () => {
+        await stack.sweep();
+        const object = await readProvisioning('silent');
+        const node = object.status?.nodes?.find((n) => n.label === 'answering-4');
+        return node?.phase === 'Running' && !conditionOf(object, 'KudInstalled')?.status.match(/True|False/)
+          ? object
+          : undefined;
+      },
+      { what: 'progress of silent while its Job runs', timeoutMs: 80_000, intervalMs: 2000 },
+    );
+    expect(running.status?.nodes).toEqual([
+      expect.objectContaining({ label: 'silent-1', phase: 'Pending' }),
+      expect.objectContaining({
+        label: 'answering-4',
+        phase: 'Running',
+        play: 'Reach every host (kubespray bootstrap-os)',
+        task: 'Ping the host over SSH',
+      }),
+    ]);
     const installed = await kudInstalled('silent');
     const job = await readJob('silent');
     expect(jobCondition(job, 'Failed')).toMatchObject({ reason: 'DeadlineExceeded' });

@@ -319,6 +319,12 @@ describe('jobFailure (contract section 10)', () => {
   it('is the contract text alone when no pod is known', () => {
     expect(jobFailure(failed('BackoffLimitExceeded'), 'c1').message).toBe(contractText);
   });
+  it('names the failed hosts and tasks from the installer’s output after the contract text', () => {
+    const hosts = 'host w1 was unreachable at task [Ping the host over SSH]: refused';
+    expect(jobFailure(failed('BackoffLimitExceeded'), 'c1', 'kud-c1-x7k2p', hosts).message).toBe(
+      `${contractText} (pod kud-c1-x7k2p): ${hosts}`,
+    );
+  });
   it('says JobDeadlineExceeded for a Job past its deadline', () => {
     expect(jobFailure(failed('DeadlineExceeded'), 'c1', 'kud-c1-x7k2p')).toMatchObject({
       reason: 'JobDeadlineExceeded',

@@ -280,7 +280,7 @@ export const rbacTable: Record<string, Account> = {
         group: '',
         resource: 'pods/log',
         verbs: ['get'],
-        why: 'a failed KUD pod’s last lines for status.job.logTail; the publisher’s printed kubeconfig (docs/adr/0009; tenants cannot read pods in the functions’ namespace)',
+        why: 'the KUD pod’s log tail: each node’s progress in status.nodes[] (its Ansible output) and a failed pod’s last lines for status.job.logTail; the publisher’s printed kubeconfig (docs/adr/0009; tenants cannot read pods in the functions’ namespace)',
       },
     ],
     namespacedGrants: [
