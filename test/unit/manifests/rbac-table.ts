@@ -248,7 +248,7 @@ export const rbacTable: Record<string, Account> = {
         group: '',
         resource: 'secrets',
         verbs: ['get', 'create', 'update'],
-        why: '<cluster>-admin-kubeconfig, written from what the tokenless publisher printed to its log (docs/adr/0009): get, create when absent, replace (update) our own (by recorded uid) when the kubeconfig changed',
+        why: '<cluster>-admin-kubeconfig, written from what the tokenless publisher printed to its log (docs/adr/0009): get, create when absent, replace (update) our own (by recorded uid) when the kubeconfig changed; get, before a node is removed from a Ready cluster, to drain it through that cluster\'s own API (contract section 14: no right on the functions\' cluster is used for the drain)',
       },
     ],
     installNamespaceGrants: [
