@@ -27,6 +27,7 @@ if [ "$purpose" = test ]; then
   [ -x /usr/bin/mmdebstrap ] || need_apt+=(mmdebstrap)    # the real Debian root of the apt tests
   [ -x /usr/bin/dpkg-scanpackages ] || need_apt+=(dpkg-dev) # its local apt repository
   [ -x /usr/bin/busybox ] || need_apt+=(busybox)          # udhcpc, the DHCP client of the lease publisher test
+  [ -x /usr/bin/gcc ] || need_apt+=(gcc libc6-dev)       # pause, built static by `npm run images` (local/images/)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
@@ -55,6 +56,9 @@ fi
 if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
   # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.
   bash scripts/debian-root.sh >/dev/null
+  # The Debian roots of the project's images (`npm run images`, test/integration/container-images).
+  bash scripts/image-roots.sh base >/dev/null
+  bash scripts/image-roots.sh kud >/dev/null
 fi
 npm run --silent build
 if [ "$purpose" = test ]; then
