@@ -13,6 +13,8 @@ export const manifestImagePrefix = 'ghcr.io/bpa-functions';
 export interface ImageDigest {
   name: string;
   digest: string;
+  /** The names manifests give it; absent: ghcr.io/bpa-functions/<name>. */
+  names?: string[];
 }
 
 export function imagesComponent(images: ImageDigest[], repository: string, header: string): string {
@@ -21,11 +23,13 @@ export function imagesComponent(images: ImageDigest[], repository: string, heade
     kind: 'Component',
     images: [...images]
       .sort((a, b) => a.name.localeCompare(b.name))
-      .map((image) => ({
-        name: `${manifestImagePrefix}/${image.name}`,
-        newName: `${repository}/${image.name}`,
-        digest: image.digest,
-      })),
+      .flatMap((image) =>
+        (image.names ?? [`${manifestImagePrefix}/${image.name}`]).map((name) => ({
+          name,
+          newName: `${repository}/${image.name}`,
+          digest: image.digest,
+        })),
+      ),
   };
   return `${header
     .split('\n')

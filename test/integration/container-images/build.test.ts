@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { knativeRecipes } from '../../../local/images/knative.js';
 import { buildProjectImages } from '../../../local/images/main.js';
 
 const root = process.getuid?.() === 0;
@@ -140,5 +141,33 @@ maybe('the project images', () => {
     expect(/^Uid:\s+(\d+)/m.exec(procStatus)?.[1]).toBe('65532');
     expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).toBe('/usr/local/bin/node');
     expect(output).toContain('function server ready');
+  });
+
+  it("builds Knative's components from their binaries, named for their ko:// paths", () => {
+    const display = knativeRecipes().find((r) => r.name === 'knative-eventing-event-display');
+    if (!display)
+      return console.warn('no Knative binaries built (engines/build.sh knative): nothing to check');
+    const out = join(work, 'k');
+    const built = buildProjectImages({
+      only: [display.name],
+      out,
+      component: join(out, 'component'),
+      knative: true,
+      log: () => undefined,
+    });
+    const [image] = built.images;
+    const ko = JSON.parse(readFileSync(join(out, 'ko-images.json'), 'utf8')) as Record<string, string>;
+    expect(ko).toEqual({
+      'ko://knative.dev/eventing/cmd/event_display': `localhost/bpa-functions/${display.name}@${image?.digest}`,
+    });
+    const component = readFileSync(join(out, 'component', 'kustomization.yaml'), 'utf8');
+    expect(component).toContain('name: gcr.io/knative-releases/knative.dev/eventing/cmd/event_display');
+    const m = JSON.parse(
+      readFileSync(join(out, 'layout', 'blobs', 'sha256', image?.digest.slice(7) ?? ''), 'utf8'),
+    ) as { config: { digest: string } };
+    const c = JSON.parse(
+      readFileSync(join(out, 'layout', 'blobs', 'sha256', m.config.digest.slice(7)), 'utf8'),
+    ) as Config;
+    expect(c.config).toMatchObject({ User: '65532:65532', Entrypoint: ['/ko-app/event_display'] });
   });
 });
