@@ -3,7 +3,7 @@
 // compiling some 1,500 modules (client-node alone is 1,200): a cold start is on the path of a
 // scaled-to-zero function's first event (bench/cold-start.ts measures it).
 //   dist/bundle/<name>.mjs         the function's server (functions/<name>/main.ts): what the
-//                                  Containerfile image and the benchmarks run
+//                                  image (local/images/) and the benchmarks run
 //   functions/<name>/dist/index.mjs  its `handle` for faas-js-runtime: with the package.json
 //                                  beside it, functions/<name>/ is a `func deploy` build context
 //   dist/bundle/<job>.mjs          the entry points of the Jobs a function creates, which run

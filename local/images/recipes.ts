@@ -11,6 +11,7 @@
 //   pause             Kubernetes' pause, static: the pod sandbox of a containerd node
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { installJobUid } from '../../functions/software-install/install-job/job-objects.js';
 import { BpaError } from '../../shared/errors.js';
 import type { RunConfig } from './oci.js';
 import type { TarEntry } from './tar.js';
@@ -39,7 +40,8 @@ export interface Inputs {
   modules: string[];
 }
 
-export const imageUser = '65532:65532';
+/** 65532, the uid the install Job's pod names (Pod Security `restricted` needs it numeric). */
+export const imageUser = `${installJobUid}:${installJobUid}`;
 const root = { uid: 0, gid: 0 };
 const path = 'PATH=/usr/local/bin:/usr/bin:/bin';
 
