@@ -3,16 +3,21 @@
 // compiling some 1,500 modules (client-node alone is 1,200): a cold start is on the path of a
 // scaled-to-zero function's first event (bench/cold-start.ts measures it).
 //   dist/bundle/<name>.mjs         the function's server (functions/<name>/main.ts): what the
-//                                  Containerfile image and the benchmarks run
+//                                  image (local/images/) and the benchmarks run
 //   functions/<name>/dist/index.mjs  its `handle` for faas-js-runtime: with the package.json
 //                                  beside it, functions/<name>/ is a `func deploy` build context
 //   dist/bundle/<job>.mjs          the entry points of the Jobs a function creates, which run
 //                                  the function's own image (scripts/bundle/job-entry-points.mjs)
 //   dist/bundle/cli/main.mjs       the CLI (bin/bpa.js), split per command: a command's chunks
 //                                  load only when it runs
+//   dist/bundle/manifest.json      per function, its bundles and the packages left to node_modules:
+//                                  what the images carry (local/images/, `npm run images`)
+// Every folder of functions/ with a main.ts is bundled (image-upload and image-verify have no
+// func.yaml: they deploy from manifests/components/image-service); the `func` build context only
+// for those with a func.yaml.
 // Bundled from the TypeScript sources (esbuild strips the types; `npm run typecheck` checks them).
 //   node scripts/bundle.mjs [function-name ...]   (default: every function and the CLI)
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -55,12 +60,13 @@ const common = {
   },
 };
 
-const functionNames = readdirSync(join(root, 'functions')).filter((name) =>
-  existsSync(join(root, 'functions', name, 'func.yaml')),
-);
+const functionNames = readdirSync(join(root, 'functions'))
+  .filter((name) => existsSync(join(root, 'functions', name, 'main.ts')))
+  .sort();
+const hasFuncYaml = (name) => existsSync(join(root, 'functions', name, 'func.yaml'));
 const requested = process.argv.slice(2);
 for (const name of requested)
-  if (!functionNames.includes(name)) throw new Error(`functions/${name}/func.yaml does not exist`);
+  if (!functionNames.includes(name)) throw new Error(`functions/${name}/main.ts does not exist`);
 const names = requested.length > 0 ? requested : functionNames;
 
 const builds = names.flatMap((name) => {
@@ -75,12 +81,16 @@ const builds = names.flatMap((name) => {
     // keepNames: faas-js-runtime recognises a reply from our copy of cloudevents by
     // `constructor.name === 'CloudEvent'`, which a bundling rename would break. (It costs some
     // 6 MiB of heap, so the server bundle above goes without.)
-    build({
-      ...common,
-      keepNames: true,
-      entryPoints: [join(folder, 'index.ts')],
-      outfile: join(folder, 'dist/index.mjs'),
-    }),
+    ...(hasFuncYaml(name)
+      ? [
+          build({
+            ...common,
+            keepNames: true,
+            entryPoints: [join(folder, 'index.ts')],
+            outfile: join(folder, 'dist/index.mjs'),
+          }),
+        ]
+      : []),
     ...Object.entries(jobEntryPoints[name] ?? {}).map(([bundleName, source]) =>
       build({
         ...common,
@@ -104,9 +114,17 @@ if (requested.length === 0) {
   );
 }
 await Promise.all(builds);
+const manifestFile = join(root, 'dist/bundle/manifest.json');
+const manifest = existsSync(manifestFile)
+  ? JSON.parse(readFileSync(manifestFile, 'utf8'))
+  : { functions: {} };
+manifest.external = external;
+for (const name of names)
+  manifest.functions[name] = { bundles: [name, ...Object.keys(jobEntryPoints[name] ?? {})] };
+writeFileSync(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
 for (const name of names)
   console.log(
-    [`dist/bundle/${name}.mjs`, `functions/${name}/dist/index.mjs`]
+    [`dist/bundle/${name}.mjs`, ...(hasFuncYaml(name) ? [`functions/${name}/dist/index.mjs`] : [])]
       .concat(Object.keys(jobEntryPoints[name] ?? {}).map((job) => `dist/bundle/${job}.mjs`))
       .join(', '),
   );

@@ -29,7 +29,8 @@ if [ "$purpose" = test ]; then
   [ -x /usr/bin/dpkg-scanpackages ] || need_apt+=(dpkg-dev) # its local apt repository
   [ -x /usr/bin/busybox ] || need_apt+=(busybox)          # udhcpc, the DHCP client of the lease publisher test
   # The real node (local/kubelet-node): runc runs its containers, the CNI plugins wire pods to its
-  # bridge, nft is kube-proxy's (nftables mode), gcc compiles the sandbox image's pause.c.
+  # bridge, nft is kube-proxy's (nftables mode), gcc compiles pause.c (the node's sandbox image and
+  # `npm run images`' pause image).
   [ -x /usr/sbin/runc ] || need_apt+=(runc)
   [ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
   [ -x /usr/sbin/nft ] || need_apt+=(nftables)
@@ -66,6 +67,9 @@ fi
 if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
   # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.
   bash scripts/debian-root.sh >/dev/null
+  # The Debian roots of the project's images (`npm run images`, test/integration/container-images).
+  bash scripts/image-roots.sh base >/dev/null
+  bash scripts/image-roots.sh kud >/dev/null
 fi
 npm run --silent build
 if [ "$purpose" = test ]; then

@@ -39,8 +39,8 @@ export const kudJobLaunchConfigSchema = z.object({
   SWEEP_INTERVAL_SECONDS: sweepIntervalEnv,
   /** Where `kud-installer` and the cluster-name claims live (shared/functions-namespace.ts). */
   FUNCTIONS_NAMESPACE: functionsNamespaceEnv,
-  /** Image of the deletion cleanup Job: any image with a shell and rm. */
-  CLEANUP_IMAGE: envString('docker.io/library/busybox:1.36'),
+  /** Image of the deletion cleanup Job: any image with a shell and rm (the project's own, `npm run images`). */
+  CLEANUP_IMAGE: envString('ghcr.io/bpa-functions/cleanup:0.1.0'),
   /** How long a deletion waits for its cleanup before the finalizer goes anyway (Warning Event). */
   CLEANUP_TIMEOUT_SECONDS: envInt(600, { min: 1 }),
   /**

@@ -11,7 +11,12 @@ import {
 import type { ProvisioningOwner } from './owner.js';
 import { functionsObjectMeta } from './ownership.js';
 
-export const defaultKudImage = 'github.com/onap/multicloud-k8s:latest';
+/**
+ * The project's KUD installer STAND-IN (local/kud-stand-in, built by `npm run images`): it checks
+ * the inventory with Ansible and reaches every host, and installs nothing. A real install sets
+ * KUD's own installer image (KUD_IMAGE).
+ */
+export const defaultKudImage = 'ghcr.io/bpa-functions/kud-stand-in:0.1.0';
 export const defaultActiveDeadlineSeconds = 7200;
 export const defaultSshKeySecret = 'ssh-key-secret';
 /** KUD reads and writes its per-cluster artifacts here, on the node. */
@@ -172,7 +177,9 @@ export function buildKudJob(input: KudJobInput, options: KudJobOptions = {}): V1
               name: 'kud',
               image: options.image ?? defaultKudImage,
               imagePullPolicy: 'IfNotPresent',
-              securityContext: { privileged: true },
+              // Root, as KUD's own image runs: the project's images run as 65532 unless told
+              // otherwise, and the command copies the key into /root and writes the hostPath.
+              securityContext: { privileged: true, runAsUser: 0 },
               command: ['/bin/sh', '-c'],
               args: [kudInstallerScript(cluster, input.podSubnet, input.kudPlugins, input.path)],
               ...installerEnvOf(options.installerEnv),

@@ -171,6 +171,9 @@ export function buildCleanupJob(
               imagePullPolicy: 'IfNotPresent',
               command: ['/bin/sh', '-c'],
               args: [`rm -rf -- ${kudMultiClusterPath}/${cluster}`],
+              // Root: KUD wrote the directory as root, and the project's images run as 65532
+              // unless a pod says otherwise.
+              securityContext: { runAsUser: 0 },
               volumeMounts: [{ name: 'multi-cluster', mountPath: kudMultiClusterPath }],
             },
           ],

@@ -27,7 +27,7 @@ export const softwareLabel = 'bpa.akraino.org/software';
 export const softwareGenerationLabel = 'bpa.akraino.org/software-generation';
 export const componentLabel = 'app.kubernetes.io/component';
 export const installJobComponent = 'software-install-job';
-/** The functions' image's USER (Containerfile): a numeric non-root uid for Pod Security `restricted`. */
+/** The functions' image's USER (local/images/recipes.ts): a numeric non-root uid for Pod Security `restricted`. */
 export const installJobUid = 65532;
 
 export interface SoftwareOwner {
@@ -154,7 +154,7 @@ export function installJob(input: InstallJobInput): V1Job {
           serviceAccountName: installerServiceAccountName(software.name),
           restartPolicy: 'Never',
           // Pod Security `restricted` (contract section 12): a tenant namespace may enforce it.
-          // 65532 is the image's own USER (Containerfile), numeric so that the kubelet can check
+          // 65532 is the image's own USER (local/images/recipes.ts), numeric so that the kubelet can check
           // runAsNonRoot without reading the image.
           securityContext: {
             runAsNonRoot: true,

@@ -108,7 +108,7 @@ describe('buildKudJob', () => {
       name: 'kud',
       image: 'registry.local/kud:1',
       imagePullPolicy: 'IfNotPresent',
-      securityContext: { privileged: true },
+      securityContext: { privileged: true, runAsUser: 0 },
       command: ['/bin/sh', '-c'],
       envFrom: [{ configMapRef: { name: 'kud-installer', optional: true } }],
     });
@@ -133,7 +133,7 @@ describe('buildKudJob', () => {
   it('uses the documented defaults', () => {
     const plain = buildKudJob({ owner, cluster: 'c1', inventorySha256: 'b'.repeat(64) });
     expect(plain.spec?.activeDeadlineSeconds).toBe(7200);
-    expect(plain.spec?.template.spec?.containers[0]?.image).toBe('github.com/onap/multicloud-k8s:latest');
+    expect(plain.spec?.template.spec?.containers[0]?.image).toBe('ghcr.io/bpa-functions/kud-stand-in:0.1.0');
     expect(plain.spec?.template.spec?.volumes?.[1]?.secret?.secretName).toBe('ssh-key-secret');
   });
 

@@ -45,7 +45,7 @@ test('the Role writes the status of that one Software only, and reads no Secret 
 test('the default command runs the bundle scripts/bundle.mjs builds from install-job/main.ts into the image', () => {
   const { INSTALL_JOB_COMMAND, INSTALL_JOB_IMAGE } = softwareInstallConfigSchema.parse({});
   expect(INSTALL_JOB_COMMAND).toEqual(['node', 'dist/bundle/software-install-job.mjs']);
-  // The Containerfile copies dist/bundle into /app (its WORKDIR), beside the server's bundle.
+  // The image (local/images/recipes.ts) has dist/bundle in /app (its WORKDIR), beside the server's bundle.
   expect(jobEntryPoints['software-install']).toEqual({ 'software-install-job': 'install-job/main.ts' });
   expect(INSTALL_JOB_IMAGE).toBe('ghcr.io/bpa-functions/software-install');
 });

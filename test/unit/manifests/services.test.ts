@@ -92,7 +92,7 @@ describe('Knative Services', () => {
 
   it('runs the install Jobs in software-install’s own image, as its config defaults to', () => {
     const [container] = manifests.serviceNamed('software-install').spec.template.spec.containers;
-    // Copied by the kustomization's replacements after `images:`: one setting changes both.
+    // An image field of `images:` (manifests/image-fields.yaml): one setting changes both.
     expect(manifests.bpaConfig.INSTALL_JOB_IMAGE).toBe(container?.image);
     const defaults = softwareInstallConfigSchema.parse({});
     expect(container?.image?.startsWith(`${defaults.INSTALL_JOB_IMAGE}:`)).toBe(true);
@@ -102,7 +102,7 @@ describe('Knative Services', () => {
   it('runs the kubeconfig publisher in kud-job-launch’s own image, whatever `images:` sets', () => {
     const [container] = manifests.serviceNamed('kud-job-launch').spec.template.spec.containers;
     expect(manifests.bpaConfig.KUBECONFIG_PUBLISHER_IMAGE).toBe(container?.image);
-    // A changed image setting moves the publisher with it (the replacement, not a kept-equal value).
+    // A changed image setting moves the publisher with it (an image field, not a kept-equal value).
     const moved = renderedManifests(
       kustomizeWithImage('ghcr.io/bpa-functions/kud-job-launch', 'registry.example/kjl:9.9'),
     );

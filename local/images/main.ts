@@ -1,0 +1,131 @@
+// `npm run images`: the project's images from this repository alone, no registry, no container
+// engine (docs/container-images.md). Writes
+//   <out>/layout/                  one OCI image layout holding every image (blobs shared)
+//   <out>/archives/<image>.tar     an oci-archive per image: `ctr -n k8s.io images import <tar>`
+//   <out>/images.json              image -> reference, digest, archive
+//   <component>/kustomization.yaml the kustomize Component naming every image by digest
+// and prints each image's size and build time.
+//   node dist/local/images/main.js [--only a,b] [--out DIR] [--repository REPO] [--component DIR] [--knative]
+// --knative: also Knative's components from their built binaries (local/images/knative.ts), and
+// <out>/ko-images.json mapping each `ko://` import path to its image by digest.
+// Defaults: ~/.cache/bpa-functions/images, localhost/bpa-functions (names a node imports and
+// never pulls), manifests/components/images-local (gitignored).
+import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { repoRoot } from '../control-plane/repo-root.js';
+import { ImageBuilder, type BuiltImage } from './build.js';
+import { cacheRoot, debianRoot, nodeBinary, pauseBinary, runtimeModules } from './inputs.js';
+import { writeImagesComponent } from './overlay.js';
+import { knativeRecipes } from './knative.js';
+import { imageRecipes, readBundleManifest } from './recipes.js';
+
+export interface ImagesOptions {
+  only?: string[];
+  out?: string;
+  repository?: string;
+  component?: string;
+  /** Also Knative's components, from their built binaries (local/images/knative.ts). */
+  knative?: boolean;
+  log?: (line: string) => void;
+}
+
+export function projectVersion(root: string): string {
+  return (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/**
+ * Builds the images (all, or `only`) and writes the Component of their digests: to `component`,
+ * else (a build of every image) to manifests/components/images-local, else nowhere (a partial
+ * build does not replace the full list).
+ */
+export function buildProjectImages(options: ImagesOptions = {}): {
+  images: BuiltImage[];
+  component: string | undefined;
+  out: string;
+} {
+  const root = repoRoot();
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const out = options.out ?? join(cacheRoot(), 'images');
+  const repository = options.repository ?? 'localhost/bpa-functions';
+  const bundles = readBundleManifest(root);
+  log('[images] inputs: Debian roots, Node.js, pause, node_modules');
+  const inputs = {
+    repo: root,
+    baseRoot: debianRoot(root, 'base'),
+    kudRoot: debianRoot(root, 'kud'),
+    nodeDir: nodeBinary().dir,
+    pauseDir: pauseBinary(root).dir,
+    modules: runtimeModules(root, bundles.external),
+  };
+  const knative = options.knative ? knativeRecipes() : [];
+  if (options.knative && knative.length === 0)
+    log('[images] no Knative binaries built yet (engines/build.sh knative): none of its images');
+  const recipes = [...imageRecipes(inputs, bundles), ...knative].filter(
+    (r) => !options.only || options.only.includes(r.name),
+  );
+  const version = projectVersion(root);
+  const builder = new ImageBuilder(out);
+  const images = recipes.map((recipe) => {
+    const image = builder.build(recipe, `${repository}/${recipe.name}:${version}`);
+    log(
+      `[images] ${image.name.padEnd(18)} ${(image.bytes / 2 ** 20).toFixed(1).padStart(6)} MiB  ${image.seconds.toFixed(1).padStart(5)} s${image.cached ? ' (cached)' : ''}  ${image.digest}`,
+    );
+    return image;
+  });
+  builder.writeIndex();
+  writeFileSync(
+    join(out, 'images.json'),
+    `${JSON.stringify(Object.fromEntries(images.map((i) => [i.name, i])), null, 2)}\n`,
+  );
+  // Knative's YAML names its images `ko://<import path>`, in containers and in env values alike.
+  const koPathOf = new Map(knative.map((r) => [r.name, r.koPath]));
+  const pinned = (i: BuiltImage) => `${i.reference.replace(/:[^:/]*$/, '')}@${i.digest}`;
+  const koImages = images.filter((i) => koPathOf.has(i.name));
+  if (koImages.length > 0)
+    writeFileSync(
+      join(out, 'ko-images.json'),
+      `${JSON.stringify(Object.fromEntries(koImages.map((i) => [`ko://${koPathOf.get(i.name) ?? ''}`, pinned(i)])), null, 2)}\n`,
+    );
+  const componentDir =
+    options.component ?? (options.only ? undefined : join(root, 'manifests', 'components', 'images-local'));
+  const component =
+    componentDir === undefined
+      ? undefined
+      : writeImagesComponent(
+          componentDir,
+          images.map((i) => {
+            const koPath = koPathOf.get(i.name);
+            if (!koPath) return i;
+            // The dead-letter sink names event_display by Knative's released name.
+            const released = koPath.endsWith('/event_display') ? [`gcr.io/knative-releases/${koPath}`] : [];
+            return { ...i, names: [`ko://${koPath}`, ...released] };
+          }),
+          repository,
+          `Generated by \`npm run images\` (local/images/): do not edit. The project's images by digest,\nas built into ${out}. Add this folder to an overlay's components: (docs/container-images.md).`,
+        );
+  log(`[images] ${images.length} images in ${out}${component ? `; digests in ${component}` : ''}`);
+  return { images, component, out };
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  const { values } = parseArgs({
+    options: {
+      only: { type: 'string' },
+      out: { type: 'string' },
+      repository: { type: 'string' },
+      component: { type: 'string' },
+      knative: { type: 'boolean' },
+    },
+  });
+  const started = Date.now();
+  buildProjectImages({
+    ...(values.only ? { only: values.only.split(',') } : {}),
+    ...(values.out ? { out: values.out } : {}),
+    ...(values.repository ? { repository: values.repository } : {}),
+    ...(values.component ? { component: values.component } : {}),
+    knative: values.knative === true,
+  });
+  process.stderr.write(`[images] done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+}
