@@ -145,6 +145,9 @@ function httpGet(
       res.on('data', (chunk: Buffer) => (body += chunk.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     });
+    // `timeout` only emits an event: without this, a connect to an address nobody holds any more
+    // waits for the kernel's SYN retries (about two minutes) and outlasts the test's own timeout.
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${host}:${port} within 5 s`)));
     req.on('error', reject);
     req.end();
   });
