@@ -234,7 +234,7 @@ describe.each(Object.entries(rbacTable))('%s', (_, account) => {
   });
 });
 
-it('the table has BareMetalHost and VM pod grants for host-lookup (the checks above are not empty)', () => {
+it('the table has BareMetalHost and VM (pod, VMI) grants for host-lookup (the checks above are not empty)', () => {
   const keys = (setting: 'BMH_NAMESPACE' | 'VM_NAMESPACES') =>
     permissionsOf(grantsAsRules(grantsIn(rbacTable['host-lookup'], setting))).map(permissionKey).sort();
   expect(keys('BMH_NAMESPACE')).toEqual([
@@ -243,5 +243,13 @@ it('the table has BareMetalHost and VM pod grants for host-lookup (the checks ab
     'patch metal3.io/baremetalhosts',
     'watch metal3.io/baremetalhosts',
   ]);
-  expect(keys('VM_NAMESPACES')).toEqual(['get core/pods', 'list core/pods', 'patch core/pods']);
+  // Virtlet VM pods and KubeVirt VirtualMachineInstances, each read, listed and claimed (patch).
+  expect(keys('VM_NAMESPACES')).toEqual([
+    'get core/pods',
+    'get kubevirt.io/virtualmachineinstances',
+    'list core/pods',
+    'list kubevirt.io/virtualmachineinstances',
+    'patch core/pods',
+    'patch kubevirt.io/virtualmachineinstances',
+  ]);
 });
