@@ -105,6 +105,7 @@ it('prints the Provisioning printer columns for the short name bpa', async () =>
     'JOB',
     'WAITING',
     'LEFT',
+    'FAILED-NODES',
     'AGE',
   ]);
   const rows = table(text);
