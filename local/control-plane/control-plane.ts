@@ -40,6 +40,12 @@ export interface ControlPlaneOptions {
   /** Progress lines (human text). Default: none. */
   log?: (line: string) => void;
   /**
+   * Where the work directory and etcd's data directory are made. Default: the system temp
+   * directory for the first and /dev/shm (when it exists) for the second. A caller that checks
+   * for leftovers passes a directory of its own, which no other control plane shares.
+   */
+  tempRoot?: string;
+  /**
    * Also run kube-controller-manager and kube-scheduler (Deployments, Jobs, EndpointSlices,
    * garbage collection, namespace deletion, scheduling), and admit Pods through the
    * ServiceAccount plugin (token volume injected, as in a real cluster). Default false: without a
@@ -132,8 +138,8 @@ const serviceAccountIssuer = 'https://kubernetes.default.svc';
 export const serviceAccountJwksInCluster = `${serviceAccountIssuer}/openid/v1/jwks`;
 
 /** A fresh data directory for etcd, in memory when /dev/shm exists. */
-function etcdDataRoot(): string {
-  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+function etcdDataRoot(tempRoot: string | undefined): string {
+  const base = tempRoot ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
   return mkdtempSync(join(base, 'bpa-etcd-'));
 }
 
@@ -150,8 +156,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     options.binaries ?? (await locateBinaries({ onBuildOutput: (text) => log(text.trimEnd()) }));
   log(`binaries from ${binaries.source}: ${binaries.assetsDir}`);
 
-  const tempDir = mkdtempSync(join(tmpdir(), 'bpa-control-plane-'));
-  const dataDir = etcdDataRoot();
+  const tempDir = mkdtempSync(join(options.tempRoot ?? tmpdir(), 'bpa-control-plane-'));
+  const dataDir = etcdDataRoot(options.tempRoot);
   const running: ManagedProcess[] = [];
   let stopped = false;
 

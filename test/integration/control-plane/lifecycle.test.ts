@@ -5,14 +5,11 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { BpaError } from '../../../shared/errors.js';
 import { locateBinaries, startControlPlane } from '../../../local/control-plane/index.js';
 import { isAlive } from '../../support/processes.js';
-
-const ourTempDirs = async () =>
-  (await readdir(tmpdir())).filter((name) => name.startsWith('bpa-control-plane-')).sort();
 
 let scratch = '';
 beforeAll(async () => {
@@ -22,7 +19,8 @@ afterAll(() => rm(scratch, { recursive: true, force: true }));
 
 it('starts a second, independent control plane and stops it without leftovers', async () => {
   const kubeconfigPath = join(scratch, 'kubeconfig');
-  const controlPlane = await startControlPlane({ kubeconfigPath, handleSignals: false });
+  const tempRoot = await mkdtemp(join(scratch, 'root-'));
+  const controlPlane = await startControlPlane({ kubeconfigPath, handleSignals: false, tempRoot });
   const pids = [controlPlane.processes.etcd.pid, controlPlane.processes.kubeApiserver.pid];
   try {
     expect(controlPlane.server).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
@@ -31,6 +29,10 @@ it('starts a second, independent control plane and stops it without leftovers', 
     const namespaces = await controlPlane.kubeConfig.makeApiClient(CoreV1Api).listNamespace();
     expect(namespaces.items.map((ns) => ns.metadata?.name)).toContain('kube-system');
     expect(existsSync(kubeconfigPath)).toBe(true);
+    // Its files are where the caller asked (the failure case below relies on it).
+    expect((await readdir(tempRoot)).sort()).toEqual(
+      [basename(controlPlane.workDir), basename(controlPlane.etcdDataDir)].sort(),
+    );
   } finally {
     await controlPlane.stop();
   }
@@ -47,11 +49,14 @@ it('reports the last log lines of a kube-apiserver that exits at start, and clea
   const broken = join(scratch, 'kube-apiserver');
   await writeFile(broken, '#!/bin/sh\necho "E0101 flag provided but not defined: --bogus" >&2\nexit 3\n');
   await chmod(broken, 0o755);
-  const before = await ourTempDirs();
+  // A directory no other suite's control plane uses: the global temp directory changes while
+  // suites run in parallel.
+  const tempRoot = await mkdtemp(join(scratch, 'root-'));
 
   const failure = await startControlPlane({
     binaries: { ...real, kubeApiserver: broken },
     handleSignals: false,
+    tempRoot,
   }).then(
     () => undefined,
     (error: unknown) => error,
@@ -61,7 +66,8 @@ it('reports the last log lines of a kube-apiserver that exits at start, and clea
   expect((failure as BpaError).reason).toBe('ControlPlaneStartFailed');
   expect((failure as BpaError).message).toContain('kube-apiserver exited (code 3');
   expect((failure as BpaError).message).toContain('flag provided but not defined: --bogus');
-  expect(await ourTempDirs()).toEqual(before);
+  // Both the work directory and etcd's data directory were made here, and both are gone.
+  expect(await readdir(tempRoot)).toEqual([]);
 });
 
 it('reports a binary that cannot be run at all', async () => {
