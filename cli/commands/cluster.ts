@@ -8,14 +8,17 @@ const usage = `Usage: bpa cluster [--kubeconfig-out FILE]
 
 Runs the whole one-machine Kubernetes cluster until Ctrl-C (SIGINT) or SIGTERM:
   etcd, kube-apiserver, kube-controller-manager and kube-scheduler (real, built from the pinned
-  Kubernetes modules), plus the node (local/node/): a registered Node that runs the pods bound to
-  it as local processes, each in its own network namespace, for the images in its image map
-  (local/node/images.yaml). Deployments, Jobs, EndpointSlices, garbage collection and namespace
-  deletion are Kubernetes' own; \`kubectl logs\` works.
+  Kubernetes modules), plus a real node (local/kubelet-node/, docs/node-real.md): containerd,
+  the kubelet, kube-proxy and CoreDNS in a network and mount namespace of their own, pods on a
+  CNI bridge with no route off this machine. Every image of the project (the functions, the
+  install, publisher, cleanup and KUD stand-in Jobs, the test images) is built first when the
+  cache (~/.cache/bpa-functions/images) does not hold it, as \`npm run images\` does, and imported:
+  a pod names it as manifests/components/images-local does (localhost/bpa-functions/<image>@<digest>)
+  and nothing is pulled. Deployments, Jobs, EndpointSlices, garbage collection and namespace
+  deletion are Kubernetes' own; \`kubectl logs\` and \`kubectl exec\` work.
 
-Needs root and Linux network namespaces (the node's pods get their own addresses on a bridge
-with no route off this machine); without them it says why and exits 1 (\`bpa control-plane\`
-runs the control plane alone).
+Needs root (namespaces, cgroups, mounts); without it, it says why and exits 1 (\`bpa
+control-plane\`, or \`bpa dev --no-node\`, runs the control plane alone).
 
 Options:
   --kubeconfig-out FILE  also write the admin kubeconfig to FILE (kept after exit)
@@ -55,11 +58,12 @@ function untilStopped(exited: Promise<string>): Promise<{ signal?: NodeJS.Signal
 
 async function run(argv: string[], io: CliIO): Promise<number> {
   const options = parseOptions(argv);
-  io.stderr('Starting the one-machine cluster (control plane, controllers, node)...\n');
+  io.stderr('Starting the one-machine cluster (images, control plane, controllers, real node)...\n');
   let cluster;
   try {
     cluster = await startStackCluster({
       ...options,
+      realNode: true,
       fallBack: false,
       log: (line) => io.stderr(`  ${line}\n`),
     });
@@ -90,7 +94,8 @@ async function run(argv: string[], io: CliIO): Promise<number> {
 /** Untyped: it satisfies both the listed-command and the lazily loaded-command shapes of cli/command.ts. */
 export const clusterCommand = {
   name: 'cluster',
-  summary: 'the one-machine cluster: control plane, controllers and a node running pods, until Ctrl-C',
+  summary:
+    'the one-machine cluster: control plane, controllers and a real node running the project images, until Ctrl-C',
   usage,
   run,
 };

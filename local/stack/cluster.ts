@@ -3,11 +3,15 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { describeError } from '../../shared/errors.js';
 import { projectCrds, startControlPlane, type ControlPlane } from '../control-plane/index.js';
 import type { NodeNetworkAttachment } from '../lab/lab-network.js';
+import type { KubeletNode } from '../kubelet-node/index.js';
 import { defaultImageMapFile, startLocalCluster, type LocalCluster } from '../node/index.js';
+import { startRealNodeCluster, type RealNodeImages } from './real-cluster.js';
 
 /**
  * The cluster `bpa cluster`, `bpa dev` and `bpa demo` run on: the one-machine cluster (etcd,
- * kube-apiserver, kube-controller-manager, kube-scheduler and the node, local/node/), or with
+ * kube-apiserver, kube-controller-manager, kube-scheduler and a node: with `realNode` the real
+ * one, local/kubelet-node/ with the project's images, as `bpa cluster` runs; otherwise, until the
+ * other users move, the imitation, local/node/), or with
  * `node: false` the control plane alone (nothing runs the pods, Jobs or garbage collection).
  * Where the node cannot run (no root, no namespaces) it falls back to the control plane alone
  * and says why in `fallback`, one line.
@@ -17,8 +21,11 @@ export interface StackCluster {
   kubeconfigPath: string;
   server: string;
   controlPlane: ControlPlane;
-  /** The node, when it runs. */
+  /** The imitation node (local/node), when it runs. */
   node?: LocalCluster['node'];
+  /** The real node (local/kubelet-node) and the images imported into it, with `realNode`. */
+  kubeletNode?: KubeletNode;
+  images?: RealNodeImages;
   /** Where machines of the node's network (the demo's lab hosts) attach; absent without a node. */
   nodeNetwork?: NodeNetworkAttachment;
   /** Why the node does not run although it was asked for (one line, from the node's preflight). */
@@ -42,6 +49,11 @@ export interface StackClusterOptions {
    * or throw the node's NodeUnavailable error (`bpa cluster`).
    */
   fallBack?: boolean;
+  /**
+   * Run the node as a real kubelet + containerd (local/kubelet-node, `bpa cluster`) with every
+   * project image built (cached) and imported, instead of the imitation (local/node). Default false.
+   */
+  realNode?: boolean;
   /** Image maps added after the node's own (local/node/images.yaml); later files win. */
   extraImageMaps?: string[];
   /**
@@ -64,7 +76,32 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
     log,
   };
   let fallback: string | undefined;
-  if (options.node ?? true) {
+  if ((options.node ?? true) && options.realNode) {
+    try {
+      const real = await startRealNodeCluster({
+        crds: common.crds,
+        ...(common.kubeconfigPath ? { kubeconfigPath: common.kubeconfigPath } : {}),
+        ...(options.serviceAccountJwksUri ? { serviceAccountJwksUri: options.serviceAccountJwksUri } : {}),
+        log,
+      });
+      const { controlPlane } = real;
+      return {
+        kubeConfig: controlPlane.kubeConfig,
+        kubeconfigPath: controlPlane.kubeconfigPath,
+        server: controlPlane.server,
+        controlPlane,
+        kubeletNode: real.node,
+        images: real.images,
+        readyMs: Date.now() - started,
+        exited: controlPlane.exited,
+        stop: () => real.stop(),
+      };
+    } catch (error) {
+      const { reason, message } = describeError(error);
+      if (reason !== nodeUnavailableReason || options.fallBack === false) throw error;
+      fallback = message;
+    }
+  } else if (options.node ?? true) {
     try {
       const cluster = await startLocalCluster({
         ...common,
@@ -109,7 +146,7 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
 
 /** What runs, one line per part, for banners. */
 export function describeStackCluster(cluster: StackCluster): string[] {
-  const { controlPlane, node } = cluster;
+  const { controlPlane, node, kubeletNode } = cluster;
   const processes = controlPlane.processes;
   const lines = [
     `kube-apiserver           ${cluster.server}`,
@@ -126,6 +163,18 @@ export function describeStackCluster(cluster: StackCluster): string[] {
       `node                     ${node.name}: pods in ${node.podCidr} (gateway ${node.gateway}), ` +
         `hostNetwork pods at ${node.nodeIp}, Services in ${controlPlane.serviceClusterIpRange}`,
     );
-  else lines.push('node                     none: pods stay Pending, no Job runs (control plane alone)');
+  else if (kubeletNode) {
+    const { addresses, processes: parts } = kubeletNode;
+    lines.push(
+      `node                     ${kubeletNode.name} (real: containerd, kubelet, kube-proxy, CoreDNS) at ` +
+        `${addresses.nodeIp}: pods in ${addresses.podCidr}, Services in ${controlPlane.serviceClusterIpRange}`,
+      `  kubelet                pid ${parts.kubelet.pid}, log ${parts.kubelet.logPath}`,
+      `  node cleanup           cgroup /${kubeletNode.cleanupTarget.cgroupName}, link ${addresses.hostInterface}, ` +
+        `work dir ${kubeletNode.workDir}`,
+      `images                   ${Object.keys(cluster.images?.references ?? {}).length} imported ` +
+        `(${((cluster.images?.buildMs ?? 0) / 1000).toFixed(1)} s to build or find cached)` +
+        (cluster.images?.component ? `; by digest in ${cluster.images.component}` : ''),
+    );
+  } else lines.push('node                     none: pods stay Pending, no Job runs (control plane alone)');
   return lines;
 }

@@ -1,0 +1,109 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { BpaError } from '../../shared/errors.js';
+import { startControlPlane, waitFor, type ControlPlane, type CrdInput } from '../control-plane/index.js';
+import { buildProjectImages } from '../images/main.js';
+import {
+  kubeletNodeApiAddress,
+  startKubeletNode,
+  writeBusyboxImage,
+  type KubeletNode,
+} from '../kubelet-node/index.js';
+
+/** What the real node runs from: every image `npm run images` builds, by archive and reference. */
+export interface RealNodeImages {
+  /** The images-local Component (manifests/components/images-local): image -> digest. */
+  component: string | undefined;
+  /** image name -> `localhost/bpa-functions/<image>@<digest>`. */
+  references: Record<string, string>;
+  /** Milliseconds spent building them, or finding them in the cache (importing is in the node's timings). */
+  buildMs: number;
+}
+
+export interface RealNodeCluster {
+  controlPlane: ControlPlane;
+  node: KubeletNode;
+  images: RealNodeImages;
+  stop(): Promise<void>;
+}
+
+/** The same reason as local/node's preflight, so callers fall back alike (startStackCluster). */
+const unavailable = (why: string) =>
+  new BpaError('NodeUnavailable', `the real node cannot run here: ${why}`, 'internal');
+
+/**
+ * The one-machine cluster on the real node (local/kubelet-node: containerd, kubelet, kube-proxy,
+ * CoreDNS): the control plane with its controllers, advertising the address the node's pods reach
+ * it on, and one node with every project image imported (built first by `npm run images`' own
+ * code, which reuses its cache by content hash; the Knative images are left to their own users).
+ * Resolves once the `default` namespace has its `default` ServiceAccount and `kube-root-ca.crt`:
+ * before that the ServiceAccount admission plugin refuses a pod there (a CI flake of the
+ * imitation). Root only: otherwise it throws NodeUnavailable and starts nothing.
+ */
+export async function startRealNodeCluster(options: {
+  crds: CrdInput[];
+  kubeconfigPath?: string;
+  serviceAccountJwksUri?: string;
+  log: (line: string) => void;
+}): Promise<RealNodeCluster> {
+  const { log } = options;
+  if (process.getuid?.() !== 0) throw unavailable('it needs root (namespaces, cgroups, mounts)');
+  const imagesStarted = Date.now();
+  const built = buildProjectImages({ log });
+  const buildMs = Date.now() - imagesStarted;
+  const references = Object.fromEntries(
+    built.images.map((i) => [i.name, `${i.reference.replace(/:[^:/]*$/, '')}@${i.digest}`]),
+  );
+  // The suites' test image (busybox), written fresh: it is the machine's own busybox.
+  const scratch = mkdtempSync(join(tmpdir(), 'bpa-cluster-images-'));
+  const busybox = writeBusyboxImage(scratch);
+  let controlPlane: ControlPlane | undefined;
+  let node: KubeletNode | undefined;
+  try {
+    controlPlane = await startControlPlane({
+      crds: options.crds,
+      controllers: true,
+      handleSignals: false,
+      advertiseAddress: kubeletNodeApiAddress,
+      ...(options.kubeconfigPath ? { kubeconfigPath: options.kubeconfigPath } : {}),
+      ...(options.serviceAccountJwksUri ? { serviceAccountJwksUri: options.serviceAccountJwksUri } : {}),
+      log,
+    });
+    node = await startKubeletNode({
+      controlPlane,
+      nodeName: 'bpa-node',
+      images: [...built.images.map((i) => i.archive), busybox.path],
+      log,
+    });
+    const core = controlPlane.kubeConfig.makeApiClient(CoreV1Api);
+    await waitFor(
+      async () => {
+        const account = await core
+          .readNamespacedServiceAccount({ name: 'default', namespace: 'default' })
+          .catch(() => undefined);
+        const ca = await core
+          .readNamespacedConfigMap({ name: 'kube-root-ca.crt', namespace: 'default' })
+          .catch(() => undefined);
+        return account && ca ? true : undefined;
+      },
+      { what: "the default namespace's ServiceAccount and kube-root-ca.crt", timeoutMs: 60_000 },
+    );
+  } catch (error) {
+    await node?.stop();
+    await controlPlane?.stop();
+    throw error;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  const started = { controlPlane, node };
+  return {
+    ...started,
+    images: { component: built.component, references, buildMs },
+    stop: async () => {
+      await started.node.stop();
+      await started.controlPlane.stop();
+    },
+  };
+}
