@@ -2,9 +2,12 @@ import { parseArgs } from 'node:util';
 import type { CliIO } from '../command.js';
 import { UsageError } from '../command.js';
 import { describeStackCluster, nodeUnavailableReason, startStackCluster } from '../../local/stack/cluster.js';
+import { join } from 'node:path';
+import { repoRoot } from '../../local/control-plane/repo-root.js';
+import { applyNodeFunctions } from '../../local/stack/node-functions.js';
 import { describeError } from '../../shared/errors.js';
 
-const usage = `Usage: bpa cluster [--kubeconfig-out FILE]
+const usage = `Usage: bpa cluster [--kubeconfig-out FILE] [--functions]
 
 Runs the whole one-machine Kubernetes cluster until Ctrl-C (SIGINT) or SIGTERM:
   etcd, kube-apiserver, kube-controller-manager and kube-scheduler (real, built from the pinned
@@ -22,20 +25,28 @@ control-plane\`, or \`bpa dev --no-node\`, runs the control plane alone).
 
 Options:
   --kubeconfig-out FILE  also write the admin kubeconfig to FILE (kept after exit)
+  --functions            also run the functions of manifests/ as pods from their images (the
+                         images-local Component, then the local Serving overlay of
+                         docs/knative.md: Deployments with the manifests' securityContext, probes
+                         and limits; no Knative, so no events reach them); prints each one's
+                         scheduled -> Ready time
   -h, --help             show this help
 
 Exit status: 0 stopped on a signal; 1 the cluster could not start or a process died; 2 bad options.
 `;
 
-function parseOptions(argv: string[]): { kubeconfigOut?: string } {
+function parseOptions(argv: string[]): { kubeconfigOut?: string; functions: boolean } {
   try {
     const { values } = parseArgs({
       args: argv,
-      options: { 'kubeconfig-out': { type: 'string' } },
+      options: { 'kubeconfig-out': { type: 'string' }, functions: { type: 'boolean' } },
       strict: true,
       allowPositionals: false,
     });
-    return values['kubeconfig-out'] ? { kubeconfigOut: values['kubeconfig-out'] } : {};
+    return {
+      ...(values['kubeconfig-out'] ? { kubeconfigOut: values['kubeconfig-out'] } : {}),
+      functions: values.functions === true,
+    };
   } catch (error) {
     throw new UsageError(describeError(error).message);
   }
@@ -57,7 +68,7 @@ function untilStopped(exited: Promise<string>): Promise<{ signal?: NodeJS.Signal
 }
 
 async function run(argv: string[], io: CliIO): Promise<number> {
-  const options = parseOptions(argv);
+  const { functions, ...options } = parseOptions(argv);
   io.stderr('Starting the one-machine cluster (images, control plane, controllers, real node)...\n');
   let cluster;
   try {
@@ -73,15 +84,36 @@ async function run(argv: string[], io: CliIO): Promise<number> {
     io.stderr(`bpa cluster: ${message} (bpa control-plane runs the control plane alone)\n`);
     return 1;
   }
+  const functionLines: string[] = [];
+  if (functions) {
+    io.stderr('  applying the functions of manifests/ from their images...\n');
+    const applied = await applyNodeFunctions(cluster.kubeConfig, join(repoRoot(), 'manifests')).catch(
+      async (error: unknown) => {
+        await cluster.stop();
+        throw error;
+      },
+    );
+    for (const f of applied) {
+      const waiting = f.pod?.status?.containerStatuses?.[0]?.state?.waiting;
+      functionLines.push(
+        `function ${f.namespace}/${f.name}`.padEnd(36) +
+          (f.scheduledToReadyMs !== undefined
+            ? ` Ready, scheduled -> Ready ${f.scheduledToReadyMs} ms`
+            : ` not Ready${waiting?.reason ? ` (${waiting.reason}: ${waiting.message ?? ''})` : ''}`),
+      );
+    }
+  }
   io.stdout(
     [
       `bpa cluster: ready in ${(cluster.readyMs / 1000).toFixed(1)} s`,
-      ...describeStackCluster(cluster).map((line) => `  ${line}`),
+      ...[...describeStackCluster(cluster), ...functionLines].map((line) => `  ${line}`),
       '',
       `Try: kubectl --kubeconfig ${cluster.kubeconfigPath} get nodes,pods -A -o wide`,
       `     kubectl --kubeconfig ${cluster.kubeconfigPath} run hi --rm -i --restart=Never --image-pull-policy=Never \\`,
       `       --image=${cluster.images?.references.cleanup ?? 'localhost/bpa-functions/cleanup'} -- echo hi`,
-      '     docs/node-real.md: the functions of manifests/ from these images',
+      ...(functions
+        ? []
+        : ['     bpa cluster --functions: also the functions of manifests/ from these images']),
       'Ctrl-C stops it.',
       '',
     ].join('\n'),

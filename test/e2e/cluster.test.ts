@@ -3,8 +3,8 @@
  * kube-controller-manager, kube-scheduler) on the real node (local/kubelet-node: containerd,
  * kubelet, kube-proxy, CoreDNS) with the project's images, built or found cached and imported by
  * the command itself, until SIGTERM. A pod of the KUD stand-in's image and a Job of the cleanup
- * image run to completion; the functions of manifests/ (rendered with the images-local Component
- * the command wrote, then the local Serving overlay) become Ready as pods from their images, with
+ * image run to completion; with --functions, the functions of manifests/ (rendered with the images-local
+ * Component the command wrote, then the local Serving overlay) become Ready as pods from their images, with
  * the manifests' securityContext, probes and limits. Prints each function pod's scheduled -> Ready.
  * Needs root: otherwise the first case checks the one-line refusal instead.
  */
@@ -15,15 +15,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import {
-  KubeConfig,
-  type KubernetesObject,
-  type V1Container,
-  type V1Deployment,
-} from '@kubernetes/client-node';
-import { applyObjects } from '../../local/control-plane/index.js';
+import type { V1Container, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
-import { renderWithImages, watchPodTimes } from '../support/product-image.js';
+import { renderWithImages } from '../support/product-image.js';
 import { builtCli } from './support/built-cli.js';
 import { ProcessOutput } from './support/process-output.js';
 
@@ -36,24 +30,6 @@ function isolatedEnv(): NodeJS.ProcessEnv {
     if (name === 'KUBECONFIG' || name.startsWith('BPA_TEST_')) delete env[name];
   return env;
 }
-
-/** What the functions run with: namespaces, bpa-config, ServiceAccounts, RBAC, Deployments, Services. */
-const functionKinds = new Set([
-  'Namespace',
-  'ConfigMap',
-  'ServiceAccount',
-  'Role',
-  'RoleBinding',
-  'ClusterRole',
-  'ClusterRoleBinding',
-  'Deployment',
-  'Service',
-]);
-// dead-letter runs Knative's event_display, an image `npm run images --knative` builds (not `bpa cluster`).
-const isFunctionObject = (o: KubernetesObject) =>
-  functionKinds.has(o.kind ?? '') &&
-  !o.apiVersion?.includes('knative.dev') &&
-  o.metadata?.name !== 'dead-letter';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -69,7 +45,7 @@ describe('bpa cluster (a real process)', () => {
           timeout: 60_000,
         });
       const started = Date.now();
-      const child = spawn(process.execPath, [cli, 'cluster', '--kubeconfig-out', kubeconfig], {
+      const child = spawn(process.execPath, [cli, 'cluster', '--kubeconfig-out', kubeconfig, '--functions'], {
         cwd: repoRoot(),
         env: isolatedEnv(),
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -78,7 +54,6 @@ describe('bpa cluster (a real process)', () => {
       const exited = once(child, 'exit');
       let leftoverPaths: string[] | undefined;
       let hostInterface: string | undefined;
-      const stopWatches: (() => void)[] = [];
       try {
         // A cold image cache builds the Debian roots first (minutes); warm, it is under a minute.
         await output.waitFor(/^Ctrl-C stops it\.$/m, 900_000);
@@ -136,50 +111,6 @@ describe('bpa cluster (a real process)', () => {
           'echo cleaned',
         );
 
-        // The functions, from the manifests with the Component `bpa cluster` wrote.
-        const objects = renderWithImages(component ?? '').filter(isFunctionObject);
-        const deployments = objects.filter((o): o is V1Deployment => o.kind === 'Deployment');
-        expect(deployments.map((d) => d.metadata?.name).sort()).toEqual([
-          'host-lookup',
-          'inventory-render',
-          'kud-job-launch',
-          'software-install',
-        ]);
-        const kubeConfig = new KubeConfig();
-        kubeConfig.loadFromFile(kubeconfig);
-        const namespaces = [
-          ...new Set(objects.map((o) => o.metadata?.namespace).filter((ns): ns is string => !!ns)),
-        ];
-        const declared = new Set(objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata?.name));
-        await applyObjects(kubeConfig, [
-          ...namespaces
-            .filter((ns) => !declared.has(ns))
-            .map((ns) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } })),
-          ...objects.filter((o) => o.kind !== 'Deployment'),
-        ]);
-        const watched = await Promise.all(
-          deployments.map(async (d) => {
-            const name = d.metadata?.name ?? '';
-            const namespace = d.metadata?.namespace ?? 'default';
-            const watch = await watchPodTimes(kubeConfig, namespace, `serving.knative.dev/service=${name}`);
-            stopWatches.push(watch.stop);
-            return { name, namespace, deployment: d, times: watch.times };
-          }),
-        );
-        // The pods' token volumes need each namespace's `default`-independent kube-root-ca.crt.
-        for (const ns of namespaces)
-          for (let i = 0; i < 60; i++) {
-            if (
-              await kubectl('get', 'configmap', 'kube-root-ca.crt', '-n', ns).then(
-                () => true,
-                () => false,
-              )
-            )
-              break;
-            await sleep(500);
-          }
-        await applyObjects(kubeConfig, deployments);
-
         let phase = '';
         for (let i = 0; i < 240 && phase !== 'Succeeded'; i++) {
           phase = (await kubectl('get', 'pod', 'hello', '-o', 'jsonpath={.status.phase}')).stdout;
@@ -190,42 +121,57 @@ describe('bpa cluster (a real process)', () => {
         await kubectl('wait', '--for=condition=complete', 'job/cleanup-image', '--timeout=60s');
         expect((await kubectl('logs', 'job/cleanup-image')).stdout).toBe('cleaned\n');
 
-        for (const f of watched) {
-          for (let i = 0; i < 480 && f.times.readyAt === undefined; i++) await sleep(250);
-          const pod = f.times.pod;
-          const waiting = pod?.status?.containerStatuses?.[0]?.state?.waiting;
-          expect({ name: f.name, ready: f.times.readyAt !== undefined, waiting }).toEqual({
-            name: f.name,
-            ready: true,
-            waiting: undefined,
-          });
-          process.stdout.write(
-            `[bpa cluster] ${f.name} scheduled -> Ready: ${(f.times.readyAt ?? 0) - (f.times.scheduledAt ?? 0)} ms\n`,
-          );
-          // As the manifests say: the image by digest, securityContext, probes, limits.
-          const want = f.deployment.spec?.template.spec?.containers.find((c) => c.name === f.name);
-          const got = pod?.spec?.containers.find((c: V1Container) => c.name === f.name);
-          expect(got?.image).toMatch(/^localhost\/bpa-functions\/[a-z-]+@sha256:[0-9a-f]{64}$/);
-          expect(got?.image).toBe(want?.image);
-          expect(got?.securityContext).toEqual(want?.securityContext);
-          expect(got?.securityContext?.readOnlyRootFilesystem).toBe(true);
-          expect(got?.readinessProbe?.httpGet?.path).toBe(want?.readinessProbe?.httpGet?.path);
-          expect(got?.resources?.limits).toEqual(want?.resources?.limits);
-          expect(pod?.status?.containerStatuses?.[0]?.restartCount).toBe(0);
-        }
-        const [first] = watched;
-        const id = await kubectl(
-          'exec',
-          '-n',
-          first?.namespace ?? '',
-          first?.times.pod?.metadata?.name ?? '',
-          '--',
-          'id',
-          '-u',
+        // --functions: the functions of manifests/, from the Component `bpa cluster` wrote.
+        const wanted = renderWithImages(component ?? '').filter(
+          (o): o is V1Deployment => o.kind === 'Deployment' && o.metadata?.name !== 'dead-letter',
         );
-        expect(id.stdout.trim()).toBe('65532');
+        expect(wanted.map((d) => d.metadata?.name).sort()).toEqual([
+          'host-lookup',
+          'inventory-render',
+          'kud-job-launch',
+          'software-install',
+        ]);
+        for (const want of wanted) {
+          const name = want.metadata?.name ?? '';
+          const namespace = want.metadata?.namespace ?? '';
+          const line = new RegExp(`^ {2}function ${namespace}/${name} +(.*)$`, 'm').exec(output.stdout)?.[1];
+          expect({ name, line }).toEqual({
+            name,
+            line: expect.stringMatching(/^Ready, scheduled -> Ready \d+ ms$/),
+          });
+          process.stdout.write(`[bpa cluster] ${name}: ${line ?? ''}\n`);
+          const pods = JSON.parse(
+            (
+              await kubectl(
+                'get',
+                'pods',
+                '-n',
+                namespace,
+                '-l',
+                `serving.knative.dev/service=${name}`,
+                '-o',
+                'json',
+              )
+            ).stdout,
+          ) as { items: V1Pod[] };
+          const [pod] = pods.items;
+          expect(pod?.spec?.nodeName).toBe('bpa-node');
+          // As the manifests say: the image by digest, securityContext, probes, limits.
+          const spec = want.spec?.template.spec?.containers.find((c) => c.name === name);
+          const got = pod?.spec?.containers.find((c: V1Container) => c.name === name);
+          expect(got?.image).toMatch(/^localhost\/bpa-functions\/[a-z-]+@sha256:[0-9a-f]{64}$/);
+          expect(got?.image).toBe(spec?.image);
+          expect(got?.securityContext).toEqual(spec?.securityContext);
+          expect(got?.securityContext?.readOnlyRootFilesystem).toBe(true);
+          expect(got?.readinessProbe?.httpGet?.path).toBe(spec?.readinessProbe?.httpGet?.path);
+          expect(got?.resources?.limits).toEqual(spec?.resources?.limits);
+          expect(pod?.status?.containerStatuses?.[0]?.restartCount).toBe(0);
+          if (name === 'host-lookup') {
+            const id = await kubectl('exec', '-n', namespace, pod?.metadata?.name ?? '', '--', 'id', '-u');
+            expect(id.stdout.trim()).toBe('65532');
+          }
+        }
       } finally {
-        for (const stop of stopWatches) stop();
         child.kill('SIGTERM');
       }
       const [code] = (await exited) as [number | null];
