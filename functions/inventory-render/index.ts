@@ -6,7 +6,7 @@ import { markManaged } from '../../shared/core/ownership.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { BpaError } from '../../shared/errors.js';
 import { EventTypes, hostsResolvedDataSchema, type HostsResolvedData } from '../../shared/events/types.js';
-import { Reason } from '../../shared/reasons.js';
+import { Reason, errorReason } from '../../shared/reasons.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import { inventoryRenderedAgain } from '../../shared/k8s/chain-replies.js';
@@ -130,7 +130,7 @@ async function render(
       clients,
       context.functionName,
       live,
-      { step, reason: error.reason, message: error.message },
+      { step, reason: errorReason(error), message: error.message },
       context.log,
     );
   }
