@@ -36,7 +36,7 @@ import { resumeChain, sweep } from './sweep.js';
  */
 const onProvisioningChange = defineStep<HostLookupConfig, KubeObjectData>({
   condition: ProvisioningCondition.hostsResolved,
-  read: (object, { context }) => {
+  read: (object, context) => {
     if (object.kind !== provisioningKind || object.apiVersion !== provisioningApiVersion) {
       context.log.debug('not a Provisioning; ignored', { kind: object.kind, apiVersion: object.apiVersion });
       return undefined;

@@ -49,7 +49,7 @@ export interface StepDefinition<Config, Data> {
   /** The condition the step sets (HostsResolved, InventoryRendered, JobLaunched). */
   condition: string;
   /** The object (and the generation) the event points at; undefined: not for this step. */
-  read: (data: Data, run: StepRun<Config>) => StepPointer | undefined;
+  read: (data: Data, context: FunctionContext<Config>) => StepPointer | undefined;
   /**
    * A Provisioning being deleted: `act` (the step runs as usual), `skip` before the pause gate,
    * or `skip-after-gate` (the gate records a pause first). Each as the step did before issue 26.
@@ -79,9 +79,10 @@ export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
     data: Data,
     event: CloudEvent<unknown>,
   ): Promise<HandlerResult> => {
-    const run: StepRun<Config> = { context, clients: kubeClients(context.kubeConfig), cause: causeOf(event) };
-    const pointer = step.read(data, run);
+    // Before any client is made: an event the step skips from its data costs nothing.
+    const pointer = step.read(data, context);
     if (!pointer) return undefined;
+    const run: StepRun<Config> = { context, clients: kubeClients(context.kubeConfig), cause: causeOf(event) };
     const verdict = pointer.ref
       ? // The event names the generation: a fault anywhere is recorded for it.
         await withRetryingCondition(
