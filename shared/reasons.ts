@@ -205,6 +205,78 @@ export const conditionReasons = {
 
 export type ConditionReason = keyof typeof conditionReasons;
 
+/** An Event-only reason: what it means and the Event type it goes with. */
+export interface EventReasonSpec {
+  type: 'Normal' | 'Warning';
+  means: string;
+}
+
+/**
+ * Reasons that only ever appear on core/v1 Events (never on a condition): every Event a
+ * function writes has a reason from `conditionReasons` or from here (or the reason of a caught
+ * error, below), so a stray string literal fails the type check.
+ */
+export const eventReasons = {
+  // Software.
+  InstallJobCreated: {
+    type: 'Normal',
+    means: 'The install Job for this generation of the Software was created (one per generation)',
+  },
+  InstallRetrying: {
+    type: 'Warning',
+    means:
+      'A host failed with a transient error (connection refused, a lost session); the install Job tries it again',
+  },
+  HostKeysForgotten: {
+    type: 'Normal',
+    means: 'bpa.akraino.org/forget-host-keys dropped the recorded SSH host keys of the listed hosts',
+  },
+  // Provisioning.
+  ForeignHostImage: {
+    type: 'Warning',
+    means:
+      "A BareMetalHost keeps a spec.image bpa-functions did not write; the Provisioning's Image is not written there",
+  },
+  CleanupDone: { type: 'Normal', means: "The cluster's KUD directory was removed from the node" },
+  CleanupTimedOut: {
+    type: 'Warning',
+    means:
+      'The cleanup Job failed or did not finish in CLEANUP_TIMEOUT_SECONDS; the finalizer (or the old cluster name) is released anyway and the KUD directory may be left on the node',
+  },
+  ClusterNameReleased: {
+    type: 'Normal',
+    means: 'A renamed Provisioning released its old cluster name once the objects of that name were gone',
+  },
+  // Image (its condition reasons are its own: docs/images.md).
+  Uploaded: { type: 'Normal', means: "The Image's bytes are in the store; verification starts" },
+  Verified: {
+    type: 'Normal',
+    means: "The stored bytes match the Image's length and checksums; status.url serves them",
+  },
+  LengthMismatch: {
+    type: 'Warning',
+    means: 'The store holds another number of bytes than the Image declares',
+  },
+  ChecksumMismatch: { type: 'Warning', means: "The stored bytes' sha256 or sha512 differs from the Image's" },
+} as const satisfies Record<string, EventReasonSpec>;
+
+declare const caught: unique symbol;
+
+/**
+ * The reason a caught error carries (BpaError.reason: an API fault such as KubernetesForbidden,
+ * a spec error from a parser). Not catalogued here: it is the error's own, written as it is
+ * (a transient fault as Unknown, see above). Only `errorReason` makes one, so a literal cannot
+ * pass as one.
+ */
+export type ErrorReason = string & { readonly [caught]: true };
+export const errorReason = (error: { reason: string }): ErrorReason => error.reason as ErrorReason;
+
+/** A reason a step may end with: from the catalogue, or a caught error's own. */
+export type StepReason = ConditionReason | ErrorReason;
+
+/** A reason an Event may carry. */
+export type EventReason = ConditionReason | keyof typeof eventReasons | ErrorReason;
+
 /** `Reason.HostNotFound === 'HostNotFound'`: reasons by name, typed, from the catalogue. */
 export const Reason = Object.fromEntries(Object.keys(conditionReasons).map((name) => [name, name])) as {
   readonly [K in ConditionReason]: K;

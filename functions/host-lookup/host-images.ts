@@ -7,7 +7,7 @@ import {
 } from '../../shared/core/host-image.js';
 import type { ClaimOwner } from '../../shared/core/host-claim.js';
 import { BpaError, transient } from '../../shared/errors.js';
-import { Reason } from '../../shared/reasons.js';
+import { Reason, type ConditionReason } from '../../shared/reasons.js';
 import { imageSchema, type Image } from '../../shared/schemas/image.js';
 import { describeIssues } from '../../shared/schemas/issues.js';
 import { classifyApiError, isConflict, isNotFound } from '../../shared/k8s/api-errors.js';
@@ -37,7 +37,7 @@ export interface HostImageReport {
 }
 
 export type HostImageOutcome =
-  { kind: 'applied'; report: HostImageReport } | { kind: 'failed'; reason: string; message: string };
+  { kind: 'applied'; report: HostImageReport } | { kind: 'failed'; reason: ConditionReason; message: string };
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Conflicting writers (Metal3's own controller updates hosts often): read and plan again. */
@@ -49,7 +49,8 @@ export async function imageForHosts(
   namespace: string,
   name: string,
 ): Promise<
-  { kind: 'ready'; image: Image; hostImage: HostImage } | { kind: 'failed'; reason: string; message: string }
+  | { kind: 'ready'; image: Image; hostImage: HostImage }
+  | { kind: 'failed'; reason: ConditionReason; message: string }
 > {
   const raw = await getCustomObject(clients, { resource: imagesResource, namespace, name });
   if (!raw)

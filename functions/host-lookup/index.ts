@@ -6,18 +6,12 @@ import {
   type KubeObjectData,
 } from '../../shared/events/types.js';
 import { provisioningApiVersion, provisioningKind } from '../../shared/schemas/provisioning.js';
-import type { CloudEvent } from 'cloudevents';
 import { hostsResolvedAgain } from '../../shared/k8s/chain-replies.js';
-import { kubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
-import {
-  ProvisioningCondition,
-  provisioningTarget,
-  readProvisioning,
-} from '../../shared/k8s/provisioning.js';
-import { pauseGate } from '../../shared/k8s/paused.js';
-import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
-import { causeOf, recordedBy, replyIdFor } from '../../shared/k8s/step-causes.js';
+import { defineStep } from '../../shared/k8s/define-step.js';
+import { awaitsPauseTransition } from '../../shared/k8s/paused.js';
+import { ProvisioningCondition, provisioningTarget } from '../../shared/k8s/provisioning.js';
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import {
   on,
@@ -36,67 +30,73 @@ import { resumeChain, sweep } from './sweep.js';
 /**
  * host-lookup: a Provisioning was added or changed → resolve its nodes' MACs to IPs and reply
  * `hosts.resolved` (or record the failure and reply `provisioning.failed`). The ping runs the
- * sweep. Everything is read live: the event only says which object to look at.
+ * sweep. Everything is read live: the event only says which object to look at (the prologue is
+ * the shared step's, shared/k8s/define-step.ts), and its data may only make the step skip work
+ * (`echoOfHandled`), never act.
  */
-async function onProvisioningChange(
-  context: FunctionContext<HostLookupConfig>,
-  object: KubeObjectData,
-  event: CloudEvent<unknown>,
-): Promise<HandlerResult> {
-  if (object.kind !== provisioningKind || object.apiVersion !== provisioningApiVersion) {
-    context.log.debug('not a Provisioning; ignored', { kind: object.kind, apiVersion: object.apiVersion });
-    return undefined;
-  }
-  const namespace = object.metadata.namespace;
-  if (!namespace)
-    throw invalid('MissingNamespace', `Provisioning ${object.metadata.name} has no namespace in the event`);
-
-  const clients = kubeClients(context.kubeConfig);
-  const live = await readProvisioning(clients, namespace, object.metadata.name);
-  if (!live) {
-    context.log.info('Provisioning is gone; event is stale');
-    return undefined;
-  }
-  const gate = await pauseGate(clients, live, {
-    component: context.functionName,
-    log: context.log,
-    onResume: resumeChain(context, clients),
-  });
-  if (gate.stop) return gate.reply;
-  if (live.metadata.deletionTimestamp) {
-    context.log.debug('Provisioning is being deleted; kud-job-launch cleans up');
-    return undefined;
-  }
-  // Status writes come back as update events: once this generation is handled, stop here,
-  // unless the labels changed or a retry was asked for (contract section 10).
-  const generation = live.metadata.generation ?? 0;
-  const handled = conditionFor(conditionsOf(live), ProvisioningCondition.hostsResolved, generation);
-  const rerun = rerunReason(live);
-  const step = ProvisioningCondition.hostsResolved;
-  const cause = causeOf(event);
-  // Unknown means a transient fault was recorded and the step is being retried.
-  if (handled && handled.status !== 'Unknown' && !rerun) {
-    // The event that resolved the hosts, delivered again (its first reply went to a delivery
-    // that timed out): the same reply, from status.nodes. Any other event: nothing.
-    if (handled.status === 'True' && recordedBy(live.status, step, cause)) {
-      context.log.info('hosts resolved by this same event: its reply is sent again', { generation });
-      return hostsResolvedAgain(context.functionName, live, replyIdFor(step, cause));
+const onProvisioningChange = defineStep<HostLookupConfig, KubeObjectData>({
+  condition: ProvisioningCondition.hostsResolved,
+  read: (object, context) => {
+    if (object.kind !== provisioningKind || object.apiVersion !== provisioningApiVersion) {
+      context.log.debug('not a Provisioning; ignored', { kind: object.kind, apiVersion: object.apiVersion });
+      return undefined;
     }
-    context.log.debug('hosts already handled for this generation', { generation });
-    return undefined;
-  }
-  if (rerun) context.log.info('re-running the chain for this generation', { generation, why: rerun });
-  const current = await recordHandling(clients, live, rerun);
-  if (!current) return undefined;
-  const outcome = await withRetryingCondition(
-    clients,
-    provisioningTarget(namespace, object.metadata.name),
-    { uid: live.metadata.uid, generation },
-    step,
-    context.log,
-    () => resolveProvisioning(context, clients, clusterFactsFor(context), current, cause),
+    const namespace = object.metadata.namespace;
+    if (!namespace)
+      throw invalid('MissingNamespace', `Provisioning ${object.metadata.name} has no namespace in the event`);
+    if (echoOfHandled(object)) {
+      context.log.debug('the event shows this generation handled (an echo of a status write); skipped');
+      return undefined;
+    }
+    return { target: provisioningTarget(namespace, object.metadata.name) };
+  },
+  deleting: 'skip-after-gate',
+  // Status writes come back as update events: once this generation is handled (True or False;
+  // Unknown is a transient fault being retried), stop here, unless the labels changed or a retry
+  // was asked for (contract section 10).
+  done: (live) => handledBy(live) !== undefined && !rerunReason(live),
+  // The event that resolved the hosts, delivered again (its first reply went to a delivery that
+  // timed out): the same reply, from status.nodes.
+  replyAgain: ({ context }, live, id) =>
+    handledBy(live)?.status === 'True' ? hostsResolvedAgain(context.functionName, live, id) : undefined,
+  onResume: ({ context, clients }) => resumeChain(context, clients),
+  run: async ({ context, clients, cause }, live) => {
+    const rerun = rerunReason(live);
+    if (rerun)
+      context.log.info('re-running the chain for this generation', {
+        generation: live.metadata.generation ?? 0,
+        why: rerun,
+      });
+    const current = await recordHandling(clients, live, rerun);
+    if (!current) return undefined;
+    const outcome = await resolveProvisioning(context, clients, clusterFactsFor(context), current, cause);
+    return outcome.kind === 'skipped' ? undefined : outcome.event;
+  },
+});
+
+/** HostsResolved as recorded for the object's generation, unless Unknown (a fault being retried). */
+function handledBy(object: StoredObject) {
+  const handled = conditionFor(
+    conditionsOf(object),
+    ProvisioningCondition.hostsResolved,
+    object.metadata.generation ?? 0,
   );
-  return outcome.kind === 'skipped' ? undefined : outcome.event;
+  return handled?.status === 'Unknown' ? undefined : handled;
+}
+
+/**
+ * A hint from the event's data that may only skip work (issue 26): the object as the event shows
+ * it has this generation handled, nothing to re-run and no pause or resume to record, so the
+ * live object, as new or newer, needs nothing from this event either (a newer change comes with
+ * its own event). The echoes of the chain's own status writes end here without a read.
+ */
+function echoOfHandled(object: KubeObjectData): boolean {
+  const status = object.status;
+  if (typeof status !== 'object' || status === null || Array.isArray(status)) return false;
+  const shown: StoredObject = { ...object, status: status as Record<string, unknown> };
+  if (awaitsPauseTransition(shown)) return false;
+  if (shown.metadata.deletionTimestamp) return true;
+  return handledBy(shown) !== undefined && !rerunReason(shown);
 }
 
 async function onPing(context: FunctionContext<HostLookupConfig>): Promise<HandlerResult> {

@@ -59,6 +59,9 @@ export async function recordHandling(
   live: StoredObject,
   rerun: string | undefined,
 ): Promise<StoredObject | undefined> {
+  // Nothing to record on the object just read: no second read (issue 26).
+  if (!rerun && isDeepStrictEqual(recordedLabelsOf(live.status), labelsToRecord(live.metadata.labels)))
+    return live;
   const target = provisioningTarget(live.metadata.namespace ?? '', live.metadata.name);
   const result = await updateStatus(clients, target, (fresh) => {
     if (fresh.metadata.uid !== live.metadata.uid) return undefined;

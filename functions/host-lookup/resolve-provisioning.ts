@@ -21,7 +21,7 @@ import { clusterTypeOf, isVmCluster } from '../../shared/core/cluster-type.js';
 import { claimOwnerOf } from '../../shared/k8s/host-claims.js';
 import { BpaError } from '../../shared/errors.js';
 import { EventTypes } from '../../shared/events/types.js';
-import { Reason } from '../../shared/reasons.js';
+import { Reason, errorReason, type StepReason } from '../../shared/reasons.js';
 import { describeIssues } from '../../shared/schemas/issues.js';
 import type { ResolvedNode } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
@@ -84,7 +84,7 @@ export async function resolveProvisioning(
 ): Promise<ResolveOutcome> {
   const step = ProvisioningCondition.hostsResolved;
   /** HostsResolved/Ready False with the reason, a Warning Event (once), the failed outcome. */
-  const fail = async (reason: string, message: string): Promise<ResolveOutcome> => ({
+  const fail = async (reason: StepReason, message: string): Promise<ResolveOutcome> => ({
     kind: 'failed',
     event: await failProvisioning(
       clients,
@@ -109,7 +109,7 @@ export async function resolveProvisioning(
     planNodes(provisioning.spec);
   } catch (error) {
     if (!(error instanceof BpaError) || error.kind !== 'invalid') throw error;
-    return fail(error.reason, error.message);
+    return fail(errorReason(error), error.message);
   }
   const clusterType = clusterTypeOf(provisioning);
   const imageName = provisioning.spec.image?.name;
@@ -181,7 +181,7 @@ export async function resolveProvisioning(
     // API faults (transient/internal) go back to the server as 503/500.
     if (!(error instanceof BpaError) || (error.kind !== 'invalid' && error.kind !== 'resolution'))
       throw error;
-    return fail(error.reason, error.message);
+    return fail(errorReason(error), error.message);
   }
 
   // The Image is checked before any host is claimed: a missing Image holds no host.
@@ -225,7 +225,7 @@ export async function resolveProvisioning(
       resolved = resolveCluster(provisioning, { ...input, leases: await facts.dhcpLeases() });
     } catch (error) {
       if (!(error instanceof BpaError) || error.kind !== 'resolution') throw error;
-      return fail(error.reason, error.message);
+      return fail(errorReason(error), error.message);
     }
   }
   if (!resolved) throw new Error('host-lookup: nodes neither resolved nor waited for');

@@ -44,7 +44,7 @@ function mismatch(
   digests: Digests,
   length: number,
   expected: { sha256?: string | undefined; sha512?: string | undefined } | undefined,
-) {
+): { reason: 'LengthMismatch' | 'ChecksumMismatch'; message: string } | undefined {
   if (digests.length !== length)
     return {
       reason: 'LengthMismatch',

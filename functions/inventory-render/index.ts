@@ -1,4 +1,3 @@
-import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { clusterTypeOf } from '../../shared/core/cluster-type.js';
 import { inventoryConfigMapName } from '../../shared/core/names.js';
@@ -6,32 +5,24 @@ import { markManaged } from '../../shared/core/ownership.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { BpaError } from '../../shared/errors.js';
 import { EventTypes, hostsResolvedDataSchema, type HostsResolvedData } from '../../shared/events/types.js';
-import { Reason } from '../../shared/reasons.js';
+import { Reason, errorReason } from '../../shared/reasons.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import { inventoryRenderedAgain } from '../../shared/k8s/chain-replies.js';
-import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
-import { isCurrent } from '../../shared/k8s/condition-writer.js';
+import { defineStep, type StepRun } from '../../shared/k8s/define-step.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
-import { pauseGate } from '../../shared/k8s/paused.js';
-import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
-import { causeOf, recordedBy, replyIdFor, type StepCause } from '../../shared/k8s/step-causes.js';
+import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import {
   ProvisioningCondition,
+  provisioningPointer,
   completeProvisioningStep,
   failProvisioning,
   provisioningTarget,
-  readProvisioning,
 } from '../../shared/k8s/provisioning.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
-import {
-  on,
-  type FunctionContext,
-  type FunctionDefinition,
-  type HandlerResult,
-} from '../../shared/server/types.js';
+import { on, type FunctionDefinition, type HandlerResult } from '../../shared/server/types.js';
 import { inventoryRenderConfigSchema, type InventoryRenderConfig } from './config.js';
 import { inventoriesRendered, inventoryRenderMetrics } from './metrics.js';
 import { renderInventory } from './render-inventory.js';
@@ -42,52 +33,25 @@ const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
  * inventory-render: hosts.resolved → hosts.ini in the `<cluster>-inventory` ConfigMap,
  * InventoryRendered True, reply inventory.rendered. The event that rendered it, delivered again,
  * gets the same reply; another duplicate or an event about another generation of the
- * Provisioning ends here with no reply (204).
+ * Provisioning ends here with no reply (204). The prologue is the shared step's (define-step.ts).
  */
-async function onHostsResolved(
-  context: FunctionContext<InventoryRenderConfig>,
-  data: HostsResolvedData,
-  event: CloudEvent<unknown>,
-): Promise<HandlerResult> {
-  const ref = data.provisioning;
-  const clients = kubeClients(context.kubeConfig);
-  return withRetryingCondition(
-    clients,
-    provisioningTarget(ref.namespace, ref.name),
-    ref,
-    ProvisioningCondition.inventoryRendered,
-    context.log,
-    () => render(context, clients, data, causeOf(event)),
-  );
-}
+const onHostsResolved = defineStep<InventoryRenderConfig, HostsResolvedData>({
+  condition: ProvisioningCondition.inventoryRendered,
+  read: (data) => provisioningPointer(data.provisioning),
+  deleting: 'act',
+  replyAgain: ({ context, clients }, live, id) =>
+    inventoryRenderedAgain(context.functionName, clients, live, id),
+  run: render,
+});
 
 async function render(
-  context: FunctionContext<InventoryRenderConfig>,
-  clients: KubeClients,
+  { context, clients, cause }: StepRun<InventoryRenderConfig>,
+  live: StoredObject,
   data: HostsResolvedData,
-  cause: StepCause | undefined,
 ): Promise<HandlerResult> {
   const ref = data.provisioning;
-  const live = await readProvisioning(clients, ref.namespace, ref.name);
-  if (!live || !isCurrent(live, ref)) {
-    context.log.info('event is about another generation or a deleted Provisioning; ignored', {
-      generation: ref.generation,
-      liveGeneration: live?.metadata.generation,
-    });
-    return undefined;
-  }
-  if ((await pauseGate(clients, live, { component: context.functionName, log: context.log })).stop)
-    return undefined;
   const step = ProvisioningCondition.inventoryRendered;
   const conditions = conditionsOf(live);
-  if (isTrueFor(conditions, step, ref.generation)) {
-    if (recordedBy(live.status, step, cause)) {
-      context.log.info('inventory rendered by this same event: its reply is sent again');
-      return inventoryRenderedAgain(context.functionName, clients, live, replyIdFor(step, cause));
-    }
-    context.log.debug('inventory already rendered for this generation');
-    return undefined;
-  }
   const provisioning = provisioningSchema.safeParse(live);
   if (!provisioning.success) {
     context.log.info('Provisioning is not valid any more; host-lookup reports it');
@@ -130,7 +94,7 @@ async function render(
       clients,
       context.functionName,
       live,
-      { step, reason: error.reason, message: error.message },
+      { step, reason: errorReason(error), message: error.message },
       context.log,
     );
   }

@@ -17,6 +17,7 @@ import { planNodes } from '../../shared/core/node-plan.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { EventTypes } from '../../shared/events/types.js';
 import { Reason } from '../../shared/reasons.js';
+import type { Failure } from '../../shared/k8s/step-report.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import {
   jobLogTailMaxBytes,
@@ -59,12 +60,7 @@ export const jobFailedMessage = (cluster: string, pod?: string) =>
  * Why a KUD Job failed, in the status's words: its deadline (JobDeadlineExceeded), or the
  * contract's message, with the pod's name, for any other failure (section 10).
  */
-export function jobFailure(
-  job: V1Job,
-  cluster: string,
-  pod?: string,
-  failedHosts?: string,
-): { step: string; reason: string; message: string } {
+export function jobFailure(job: V1Job, cluster: string, pod?: string, failedHosts?: string): Failure {
   const step = ProvisioningCondition.kudInstalled;
   // The installer's own words (contract section 14): which host failed, at which task, and why.
   const hosts = failedHosts ? `: ${failedHosts}` : '';

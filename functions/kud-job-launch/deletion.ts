@@ -3,7 +3,7 @@ import { buildCleanupJob } from '../../shared/core/lifecycle-objects.js';
 import { cleanupFinalizer, cleanupJobName } from '../../shared/core/lifecycle-names.js';
 import { recordedLabelsOf } from '../../shared/core/recorded-labels.js';
 import { releasingClustersOf } from '../../shared/core/released-clusters.js';
-import { Reason } from '../../shared/reasons.js';
+import { Reason, type EventReason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
 import { writeConditions } from '../../shared/k8s/condition-writer.js';
@@ -64,7 +64,7 @@ export async function advanceDeletion(
   const owner = { uid: ref.uid };
   // The name the status describes: what the KUD Job was launched for.
   const cluster = recordedLabelsOf(live.status)?.cluster ?? clusterOf(live);
-  const event = (type: 'Normal' | 'Warning', reason: string, message: string) =>
+  const event = (type: 'Normal' | 'Warning', reason: EventReason, message: string) =>
     recordEvent(clients, { object: identity, type, reason, message, component }, log);
 
   const functionsNamespace = config.FUNCTIONS_NAMESPACE;

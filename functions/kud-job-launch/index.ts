@@ -18,30 +18,23 @@ import {
 import { kudJobLaunchConfigSchema, type KudJobLaunchConfig } from './config.js';
 import { onJobUpdate } from './job-update.js';
 import { launchJob } from './launch-job.js';
-import { ProvisioningCondition, provisioningTarget } from '../../shared/k8s/provisioning.js';
-import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
+import { ProvisioningCondition, provisioningPointer } from '../../shared/k8s/provisioning.js';
+import { defineStep } from '../../shared/k8s/define-step.js';
 import { kudJobLaunchMetrics } from './metrics.js';
 import { sweep } from './sweep.js';
 
 /**
  * kud-job-launch: inventory.rendered → the KUD installer Job; Job updates → cluster.ready or
- * provisioning.failed; the ping finishes Jobs whose completion event was missed.
+ * provisioning.failed; the ping finishes Jobs whose completion event was missed. The launch's
+ * prologue is the shared step's (shared/k8s/define-step.ts); a launched Job is never announced
+ * twice (no reply again: the Job's own events drive what follows).
  */
-async function onInventoryRendered(
-  context: FunctionContext<KudJobLaunchConfig>,
-  data: InventoryRenderedData,
-): Promise<HandlerResult> {
-  const clients = kubeClients(context.kubeConfig);
-  const ref = data.provisioning;
-  return withRetryingCondition(
-    clients,
-    provisioningTarget(ref.namespace, ref.name),
-    ref,
-    ProvisioningCondition.jobLaunched,
-    context.log,
-    () => launchJob(context, clients, data),
-  );
-}
+const onInventoryRendered = defineStep<KudJobLaunchConfig, InventoryRenderedData>({
+  condition: ProvisioningCondition.jobLaunched,
+  read: (data) => provisioningPointer(data.provisioning),
+  deleting: 'skip',
+  run: (run, live) => launchJob(run, live),
+});
 
 const onJobChange = (context: FunctionContext<KudJobLaunchConfig>, object: KubeObjectData) =>
   onJobUpdate(context, kubeClients(context.kubeConfig), object);

@@ -16,7 +16,7 @@ import { carriesOwnerUid, objectConflictMessage, ownershipError } from '../../sh
 import { ownerOf } from '../../shared/core/render.js';
 import { sha256Hex } from '../../shared/core/hash.js';
 import { BpaError } from '../../shared/errors.js';
-import { Reason, sweepRetries } from '../../shared/reasons.js';
+import { Reason, sweepRetries, type ConditionReason } from '../../shared/reasons.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import { callApi, classifyApiError, isConflict, readOrUndefined } from '../../shared/k8s/api-errors.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
@@ -96,7 +96,7 @@ export async function advanceKubeconfig(
   const target = provisioningTarget(ref.namespace, ref.name);
   const report = async (
     status: 'True' | 'False' | 'Unknown',
-    reason: string,
+    reason: ConditionReason,
     message: string,
     fields?: Record<string, unknown>,
   ) => {

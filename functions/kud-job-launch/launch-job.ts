@@ -20,11 +20,12 @@ import { objectConflictMessage } from '../../shared/core/ownership.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { resolvedNodeSchema } from '../../shared/schemas/node.js';
 import { BpaError, transient } from '../../shared/errors.js';
-import { EventTypes, provisioningSubject, type InventoryRenderedData } from '../../shared/events/types.js';
+import { EventTypes, provisioningSubject } from '../../shared/events/types.js';
 import { Reason } from '../../shared/reasons.js';
 import { provisioningSchema, type Provisioning } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { isCurrent, writeConditions } from '../../shared/k8s/condition-writer.js';
+import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import type { StepRun } from '../../shared/k8s/define-step.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
@@ -34,12 +35,10 @@ import {
   ProvisioningCondition,
   failProvisioning,
   provisioningIdentity,
+  provisioningRef,
   provisioningTarget,
-  readProvisioning,
 } from '../../shared/k8s/provisioning.js';
-import { pauseGate } from '../../shared/k8s/paused.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import type { FunctionContext } from '../../shared/server/types.js';
 import { completeJob } from './complete-job.js';
 import { placementOf, type KudJobLaunchConfig } from './config.js';
 import { readInstallerSettings } from './installer-settings.js';
@@ -75,26 +74,15 @@ const refusedStatuses = new Set([400, 403, 422]);
  * and what it mounts live in the functions' namespace (contract section 12): the inventory
  * ConfigMap `<cluster>-inventory` written there now, and the operator's SSH key Secret. A Job refused by the API server (403, 422: RBAC, an admission webhook or a
  * ValidatingAdmissionPolicy) ends in Ready=False, reason JobRefused, with the server's message.
+ * The prologue (read, current generation, pause, done) is the shared step's (index.ts).
  */
 export async function launchJob(
-  context: FunctionContext<KudJobLaunchConfig>,
-  clients: KubeClients,
-  data: InventoryRenderedData,
+  { context, clients }: StepRun<KudJobLaunchConfig>,
+  live: StoredObject,
 ): Promise<CloudEvent<unknown> | undefined> {
-  const ref = data.provisioning;
-  const live = await readProvisioning(clients, ref.namespace, ref.name);
-  if (!live || !isCurrent(live, ref) || live.metadata.deletionTimestamp) {
-    context.log.info('event is about another generation or a deleted Provisioning; ignored');
-    return undefined;
-  }
-  if ((await pauseGate(clients, live, { component: context.functionName, log: context.log })).stop)
-    return undefined;
+  const ref = provisioningRef(live);
   const step = ProvisioningCondition.jobLaunched;
   const conditions = conditionsOf(live);
-  if (isTrueFor(conditions, step, ref.generation)) {
-    context.log.debug('Job already launched for this generation');
-    return undefined;
-  }
   if (!isTrueFor(conditions, ProvisioningCondition.inventoryRendered, ref.generation)) {
     context.log.info('inventory not rendered for this generation; the event is not taken as a fact');
     return undefined;

@@ -1,3 +1,4 @@
+import type { EventReason } from '../../shared/reasons.js';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { buildCleanupJob } from '../../shared/core/lifecycle-objects.js';
 import { cleanupJobName, kubeconfigPublisherName } from '../../shared/core/lifecycle-names.js';
@@ -91,7 +92,7 @@ async function releaseOne(
   const functionsNamespace = config.FUNCTIONS_NAMESPACE;
   const target = provisioningTarget(namespace, ref.name);
   const old = entry.cluster;
-  const event = (type: 'Normal' | 'Warning', reason: string, message: string) =>
+  const event = (type: 'Normal' | 'Warning', reason: EventReason, message: string) =>
     recordEvent(clients, { object: provisioningIdentity(ref), type, reason, message, component }, log);
   const elapsed = (now.getTime() - new Date(entry.since).getTime()) / 1000;
   const timedOut = !(elapsed < config.CLEANUP_TIMEOUT_SECONDS);

@@ -23,7 +23,6 @@ import { completeJob } from './complete-job.js';
 import type { KudJobLaunchConfig } from './config.js';
 import { advanceDeletion } from './deletion.js';
 import { advanceKubeconfig, awaitsKubeconfig } from './kubeconfig.js';
-import { clusterTypeOfLabel } from '../../shared/core/cluster-type.js';
 import { launchJob } from './launch-job.js';
 import { awaitsCompletion, recordProgress } from './record-progress.js';
 import { releaseRenamed, releasesRenamed } from './release-renamed.js';
@@ -127,12 +126,6 @@ async function relaunchMissing(
     },
     context.log,
   );
-  const cluster = item.metadata.labels?.cluster ?? '';
-  return launchJob(context, clients, {
-    provisioning: ref,
-    cluster,
-    clusterType: clusterTypeOfLabel(item.metadata.labels?.['cluster-type']),
-    configMap: `${cluster}-inventory`,
-    inventorySha256: '0'.repeat(64), // not read: launchJob reads the stored inventory
-  });
+  // The object as just stored: current, not paused (the sweep's gate), JobLaunched not True.
+  return launchJob({ context, clients, cause: undefined }, result.object);
 }

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { CloudEvent } from 'cloudevents';
 import { clusterConfigMapName } from '../../shared/core/names.js';
 import { BpaError } from '../../shared/errors.js';
-import { Reason, retriedBySweep } from '../../shared/reasons.js';
+import { Reason, errorReason, retriedBySweep } from '../../shared/reasons.js';
 import { describeIssues } from '../../shared/schemas/issues.js';
 import { softwareSchema, type Software } from '../../shared/schemas/software.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
@@ -94,7 +94,7 @@ export async function installSoftware(
     if (error.reason === Reason.InvalidPackageName || error.reason === Reason.InvalidPackageVersion)
       return {
         kind: 'failed',
-        event: await failSoftware(clients, live, { reason: error.reason, message: error.message }, log),
+        event: await failSoftware(clients, live, { reason: errorReason(error), message: error.message }, log),
       };
   }
   const parsed = softwareSchema.safeParse(live);
@@ -112,7 +112,7 @@ export async function installSoftware(
     if (!(error instanceof BpaError)) throw error;
     return {
       kind: 'failed',
-      event: await failSoftware(clients, live, { reason: error.reason, message: error.message }, log),
+      event: await failSoftware(clients, live, { reason: errorReason(error), message: error.message }, log),
     };
   }
 
@@ -208,7 +208,12 @@ export async function installSoftware(
       log.warn('an object of the install run is not ours; no install Job', { message: error.message });
       return {
         kind: 'failed',
-        event: await failSoftware(clients, claimed, { reason: error.reason, message: error.message }, log),
+        event: await failSoftware(
+          clients,
+          claimed,
+          { reason: errorReason(error), message: error.message },
+          log,
+        ),
       };
     }
     const message = `Installing on ${plans.length} host${plans.length === 1 ? '' : 's'} in Job ${jobName}`;

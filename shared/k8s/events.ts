@@ -4,14 +4,15 @@ import type { KubeClients } from './clients.js';
 import type { ObjectIdentity } from './stored-object.js';
 import { classifyApiError, isConflict, isNotFound, terminatingIn } from './api-errors.js';
 import type { Logger } from '../log.js';
+import type { EventReason } from '../reasons.js';
 import { describeError } from '../errors.js';
 
 export interface EventRecord {
   /** The object the Event is about. */
   object: ObjectIdentity;
   type: 'Normal' | 'Warning';
-  /** Specific CamelCase reason (HostsResolved, HostNotFound, JobFailed...). */
-  reason: string;
+  /** Specific CamelCase reason (HostsResolved, HostNotFound, JobFailed...), from shared/reasons.ts. */
+  reason: EventReason;
   message: string;
   /** Which function reports it (reportingComponent / source.component). */
   component: string;

@@ -28,6 +28,12 @@ export const provisioningTarget = (namespace: string, name: string): StatusTarge
   name,
 });
 
+/** What a chain event points at: this generation of this Provisioning (define-step.ts). */
+export const provisioningPointer = (ref: ResourceRef) => ({
+  target: provisioningTarget(ref.namespace, ref.name),
+  ref,
+});
+
 export const readProvisioning = (clients: KubeClients, namespace: string, name: string) =>
   getCustomObject(clients, provisioningTarget(namespace, name));
 

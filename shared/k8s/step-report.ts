@@ -11,6 +11,7 @@ import type { StatusTarget } from './custom-objects.js';
 import { recordEvent } from './events.js';
 import type { ObjectIdentity, StoredObject } from './stored-object.js';
 import type { Condition } from '../schemas/kube.js';
+import type { ConditionReason, StepReason } from '../reasons.js';
 import { causesAfter, stepCausesField, type StepCause } from './step-causes.js';
 
 /**
@@ -34,8 +35,8 @@ export interface StepTarget {
 export interface Failure {
   /** The condition that failed (HostsResolved, JobLaunched, Installed...). */
   step: string;
-  /** CamelCase reason, also the Event's reason. */
-  reason: string;
+  /** CamelCase reason from the catalogue (or a caught error's own), also the Event's reason. */
+  reason: StepReason;
   /** The human message (the contract's wording where it has one). */
   message: string;
 }
@@ -77,13 +78,13 @@ export interface Success {
   /** The condition that succeeded (HostsResolved, JobLaunched, Installed...). */
   step: string;
   /** CamelCase reason of the step's True condition, also the Normal Event's reason. */
-  reason: string;
+  reason: ConditionReason;
   message: string;
   /**
    * The summary `Ready` after this step: Unknown (reason Provisioning) while the chain goes
    * on, True at its end.
    */
-  ready: { status: Exclude<ConditionStatus, 'False'>; reason: string; message: string };
+  ready: { status: Exclude<ConditionStatus, 'False'>; reason: ConditionReason; message: string };
   /**
    * Looked at on the fresh object: true means this success is already recorded, so nothing is
    * written and no Event is sent. Default: the step is True for the generation.
@@ -128,7 +129,7 @@ export async function completeStep(
 async function writeStep(
   clients: KubeClients,
   report: Omit<StepTarget, 'fields'> & {
-    reason: string;
+    reason: StepReason;
     message: string;
     fields?: ConditionChange['fields'];
   },

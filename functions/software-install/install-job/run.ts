@@ -2,6 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { BpaError, transient } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/log.js';
+import { errorReason, type StepReason } from '../../../shared/reasons.js';
 import { describeIssues } from '../../../shared/schemas/issues.js';
 import { softwareSchema, type Software } from '../../../shared/schemas/software.js';
 import { kubeClients } from '../../../shared/k8s/clients.js';
@@ -83,7 +84,11 @@ export async function runInstallJob(
     });
     return { kind: 'superseded' };
   }
-  const fail = async (reason: string, message: string, hosts?: HostStatus[]): Promise<InstallJobOutcome> => {
+  const fail = async (
+    reason: StepReason,
+    message: string,
+    hosts?: HostStatus[],
+  ): Promise<InstallJobOutcome> => {
     await failSoftware(clients, live, { reason, message }, log, hosts);
     return { kind: 'failed', reason, hosts: hosts ?? [] };
   };
@@ -133,7 +138,7 @@ export async function runInstallJob(
     );
   } catch (error) {
     if (!(error instanceof BpaError)) throw error;
-    return fail(error.reason, error.message);
+    return fail(errorReason(error), error.message);
   }
   const hostKeys = await hostKeyVerification(context.config, clients, live, cluster);
   const ref = softwareRef(live);

@@ -1,0 +1,150 @@
+import type { CloudEvent } from 'cloudevents';
+import type { FunctionContext, HandlerResult } from '../server/types.js';
+import { kubeClients, type KubeClients } from './clients.js';
+import { isCurrent, type GenerationRef } from './condition-writer.js';
+import { isTrueFor, conditionsOf } from './conditions.js';
+import { getCustomObject, type StatusTarget } from './custom-objects.js';
+import { pauseGate } from './paused.js';
+import { withRetryingCondition } from './retrying-condition.js';
+import { causeOf, recordedBy, replyIdFor, type StepCause } from './step-causes.js';
+import type { StoredObject } from './stored-object.js';
+
+/**
+ * One step of the chain, written once (issue 26, in the spirit of Metal3's state handlers): the
+ * prologue every step shares lives here and nowhere else, the step itself only says what it acts
+ * on and what it does. For each event the prologue
+ * 1. reads the object the event points at, once (the step acts on that read: no second GET);
+ * 2. drops the event when it names another uid or generation (stale: the newer one has its own);
+ * 3. calls the pause gate (shared/k8s/paused.ts), which records a pause or a resume;
+ * 4. looks whether the step is done for the live generation: then the event that did it,
+ *    delivered again, gets the same reply (shared/k8s/step-causes.ts), any other event nothing;
+ * 5. runs the step, recording a transient fault as `<condition>=Unknown` (retrying-condition.ts).
+ * Event data is a pointer here: it names the object, never a fact to act on.
+ */
+
+/** What a step's code gets: the function's context, its clients, and the event's cause. */
+export interface StepRun<Config> {
+  context: FunctionContext<Config>;
+  clients: KubeClients;
+  /** The event being handled (source + id), recorded with the step's success. */
+  cause: StepCause | undefined;
+}
+
+/** The object an event points at; `ref` when the event names a generation of it. */
+export interface StepPointer {
+  target: StatusTarget;
+  ref?: GenerationRef;
+}
+
+/** Why the prologue ended an event without running the step (logged; the reply is `reply`). */
+export type StepVerdict =
+  | { kind: 'gone' }
+  | { kind: 'stale' }
+  | { kind: 'deleting' }
+  | { kind: 'paused'; reply?: CloudEvent<unknown> }
+  | { kind: 'done'; reply?: CloudEvent<unknown> }
+  | { kind: 'ran'; reply: HandlerResult };
+
+export interface StepDefinition<Config, Data> {
+  /** The condition the step sets (HostsResolved, InventoryRendered, JobLaunched). */
+  condition: string;
+  /** The object (and the generation) the event points at; undefined: not for this step. */
+  read: (data: Data, context: FunctionContext<Config>) => StepPointer | undefined;
+  /**
+   * A Provisioning being deleted: `act` (the step runs as usual), `skip` before the pause gate,
+   * or `skip-after-gate` (the gate records a pause first). Each as the step did before issue 26.
+   */
+  deleting: 'act' | 'skip' | 'skip-after-gate';
+  /** Done for the live generation (nothing to do). Default: the condition is True for it. */
+  done?: (live: StoredObject) => boolean;
+  /**
+   * A done step's reply, rebuilt from the API (chain-replies.ts) for the event that did it,
+   * delivered again. Absent: such a redelivery gets nothing, as any other event.
+   */
+  replyAgain?: (
+    run: StepRun<Config>,
+    live: StoredObject,
+    id: string | undefined,
+  ) => Promise<CloudEvent<unknown> | undefined> | CloudEvent<unknown> | undefined;
+  /** The resume's re-drive (pauseGate's onResume). */
+  onResume?: (run: StepRun<Config>) => (fresh: StoredObject) => Promise<CloudEvent<unknown> | undefined>;
+  /** The step: the live object is current, not paused, and the step not done for it. */
+  run: (run: StepRun<Config>, live: StoredObject, data: Data) => Promise<HandlerResult>;
+}
+
+/** The event handler of a step (for `on(schema, handler)`). */
+export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
+  return async (
+    context: FunctionContext<Config>,
+    data: Data,
+    event: CloudEvent<unknown>,
+  ): Promise<HandlerResult> => {
+    // Before any client is made: an event the step skips from its data costs nothing.
+    const pointer = step.read(data, context);
+    if (!pointer) return undefined;
+    const run: StepRun<Config> = { context, clients: kubeClients(context.kubeConfig), cause: causeOf(event) };
+    const verdict = pointer.ref
+      ? // The event names the generation: a fault anywhere is recorded for it.
+        await withRetryingCondition(
+          run.clients,
+          pointer.target,
+          pointer.ref,
+          step.condition,
+          context.log,
+          () => prologue(step, run, pointer, data),
+        )
+      : await prologue(step, run, pointer, data);
+    if (verdict.kind !== 'ran' && verdict.kind !== 'done')
+      context.log.info(`step ${step.condition} not run: ${verdict.kind}`, {
+        object: `${pointer.target.namespace}/${pointer.target.name}`,
+      });
+    return 'reply' in verdict ? verdict.reply : undefined;
+  };
+}
+
+async function prologue<Config, Data>(
+  step: StepDefinition<Config, Data>,
+  run: StepRun<Config>,
+  pointer: StepPointer,
+  data: Data,
+): Promise<StepVerdict> {
+  const { context, clients, cause } = run;
+  const live = await getCustomObject(clients, pointer.target);
+  if (!live) return { kind: 'gone' };
+  if (pointer.ref && !isCurrent(live, pointer.ref)) return { kind: 'stale' };
+  const deleting = live.metadata.deletionTimestamp !== undefined && live.metadata.deletionTimestamp !== null;
+  if (deleting && step.deleting === 'skip') return { kind: 'deleting' };
+  const gate = await pauseGate(clients, live, {
+    component: context.functionName,
+    log: context.log,
+    ...(step.onResume ? { onResume: step.onResume(run) } : {}),
+  });
+  if (gate.stop) return { kind: 'paused', ...(gate.reply ? { reply: gate.reply } : {}) };
+  // After a recorded resume, the object as stored then.
+  const current = gate.object;
+  if (deleting && step.deleting === 'skip-after-gate') return { kind: 'deleting' };
+  const generation = current.metadata.generation ?? 0;
+  const done = step.done ? step.done(current) : isTrueFor(conditionsOf(current), step.condition, generation);
+  if (done) {
+    if (step.replyAgain && recordedBy(current.status, step.condition, cause)) {
+      context.log.info(`${step.condition} done by this same event: its reply is sent again`, { generation });
+      const reply = await step.replyAgain(run, current, replyIdFor(step.condition, cause));
+      return { kind: 'done', ...(reply ? { reply } : {}) };
+    }
+    context.log.debug(`${step.condition} already done for this generation`, { generation });
+    return { kind: 'done' };
+  }
+  const act = () => step.run(run, current, data);
+  // A resource event names no generation: a fault in the step is recorded for the live one.
+  const reply = pointer.ref
+    ? await act()
+    : await withRetryingCondition(
+        clients,
+        pointer.target,
+        { uid: current.metadata.uid, generation },
+        step.condition,
+        context.log,
+        act,
+      );
+  return { kind: 'ran', reply };
+}
