@@ -1,7 +1,8 @@
 import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { postEventWithRetry } from '../../shared/cloudevents/sink-client.js';
 import { imageObjectKey, imageObjectName } from '../../shared/core/image-names.js';
-import { BpaError, describeError } from '../../shared/errors.js';
+import { describeError } from '../../shared/errors.js';
+import { HttpFailure } from './http-failure.js';
 import { EventTypes, imageSubject } from '../../shared/events/types.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { setCondition, type ConditionUpdate } from '../../shared/k8s/conditions.js';
@@ -50,19 +51,6 @@ export const addressOf = (
   clusterName,
   imageName,
 });
-
-/** An HTTP answer the routes give for a known failure: status, CamelCase reason, message (and extra headers, e.g. Retry-After). */
-export class HttpFailure extends BpaError {
-  constructor(
-    readonly status: number,
-    reason: string,
-    message: string,
-    /** Headers the answer carries (Allow of a 405, Upload-Offset of a 409). */
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(reason, message, status >= 500 ? 'transient' : 'invalid');
-  }
-}
 
 /**
  * The Image side of an upload, shared by the tus routes and the original's routes: the Image
