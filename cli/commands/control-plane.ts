@@ -1,10 +1,9 @@
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { ControlPlane } from '../../local/control-plane/index.js';
 import { projectCrds, startControlPlane } from '../../local/control-plane/index.js';
 import type { CliCommand, CliIO } from '../command.js';
-import { UsageError } from '../command.js';
-import { describeError } from '../../shared/errors.js';
+import { parseFlags } from '../flags.js';
+import { untilStopped } from '../until-stopped.js';
 
 const usage = `Usage: bpa control-plane [--kubeconfig-out FILE]
 
@@ -27,17 +26,8 @@ Exit status: 0 stopped on a signal; 1 the control plane failed to start or died;
 `;
 
 function parseOptions(argv: string[]): { kubeconfigOut?: string } {
-  try {
-    const { values } = parseArgs({
-      args: argv,
-      options: { 'kubeconfig-out': { type: 'string' } },
-      strict: true,
-      allowPositionals: false,
-    });
-    return { kubeconfigOut: values['kubeconfig-out'] ? resolve(values['kubeconfig-out']) : undefined };
-  } catch (error) {
-    throw new UsageError(describeError(error).message);
-  }
+  const values = parseFlags(argv, { 'kubeconfig-out': { type: 'string' } });
+  return { kubeconfigOut: values['kubeconfig-out'] ? resolve(values['kubeconfig-out']) : undefined };
 }
 
 function describe(controlPlane: ControlPlane, notes: string[]): string {
@@ -58,21 +48,6 @@ function describe(controlPlane: ControlPlane, notes: string[]): string {
   ].join('\n');
 }
 
-/** Resolves with the signal that asked us to stop, or the exit of a process that died. */
-function untilStopped(controlPlane: ControlPlane): Promise<{ signal?: NodeJS.Signals; died?: string }> {
-  return new Promise((resolveStop) => {
-    const onSignal = (signal: NodeJS.Signals) => finish({ signal });
-    const finish = (outcome: { signal?: NodeJS.Signals; died?: string }) => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      resolveStop(outcome);
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-    void controlPlane.exited.then((died) => finish({ died }));
-  });
-}
-
 async function run(argv: string[], io: CliIO): Promise<number> {
   const options = parseOptions(argv);
   const crds = projectCrds();
@@ -85,7 +60,7 @@ async function run(argv: string[], io: CliIO): Promise<number> {
     log: (line) => io.stderr(`  ${line}\n`),
   });
   io.stdout(describe(controlPlane, crds.notes));
-  const outcome = await untilStopped(controlPlane);
+  const outcome = await untilStopped(controlPlane.exited);
   io.stderr(outcome.died ? `${outcome.died}: stopping\n` : `${outcome.signal}: stopping\n`);
   await controlPlane.stop();
   io.stderr('Stopped.\n');

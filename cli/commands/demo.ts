@@ -1,9 +1,8 @@
-import { parseArgs } from 'node:util';
 import type { CliCommand } from '../command.js';
 import { UsageError } from '../command.js';
 import { runDemo } from '../../local/lab/demo.js';
 import { demoOutput } from '../../local/lab/demo-output.js';
-import { describeError } from '../../shared/errors.js';
+import { engineFlag, parseFlags, portFlag } from '../flags.js';
 
 const usage = `Usage: bpa demo [--engine embedded|knative] [--no-node] [--port N] [--quiet-events] [--keep]
 
@@ -40,29 +39,15 @@ export const demoCommand: CliCommand = {
   name: 'demo',
   usage,
   run: async (argv, io) => {
-    let values;
-    try {
-      ({ values } = parseArgs({
-        args: argv,
-        allowPositionals: false,
-        strict: true,
-        options: {
-          port: { type: 'string' },
-          'quiet-events': { type: 'boolean' },
-          keep: { type: 'boolean' },
-          'no-node': { type: 'boolean' },
-          engine: { type: 'string' },
-        },
-      }));
-    } catch (error) {
-      throw new UsageError(describeError(error).message);
-    }
-    const port = values.port === undefined ? undefined : Number(values.port);
-    if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535))
-      throw new UsageError(`--port must be a port number (1-65535), not ${JSON.stringify(values.port)}`);
-    const engine = values.engine ?? 'embedded';
-    if (engine !== 'embedded' && engine !== 'knative')
-      throw new UsageError(`--engine must be embedded or knative, not ${JSON.stringify(values.engine)}`);
+    const values = parseFlags(argv, {
+      port: { type: 'string' },
+      'quiet-events': { type: 'boolean' },
+      keep: { type: 'boolean' },
+      'no-node': { type: 'boolean' },
+      engine: { type: 'string' },
+    });
+    const port = portFlag(values.port);
+    const engine = engineFlag(values.engine);
     if (engine === 'knative' && values['no-node'])
       throw new UsageError('--engine knative runs Knative on the node; it cannot be used with --no-node');
     const out = demoOutput(io.stdout, process.stdout.isTTY === true && !process.env.NO_COLOR);

@@ -1,6 +1,6 @@
-import { parseArgs } from 'node:util';
 import type { CliCommand, CliIO } from '../command.js';
 import { UsageError } from '../command.js';
+import { engineFlag, parseFlags, portFlag } from '../flags.js';
 import { startLocalImageService, type LocalImageService } from '../../local/image-service.js';
 import { startStack, type Stack, type StackOptions } from '../../local/stack/index.js';
 import { describeStackCluster, startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
@@ -12,7 +12,6 @@ import { createLogger } from '../../shared/log.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { resolve } from 'node:path';
 import { startKnativeStack } from '../../local/knative/stack.js';
-import { describeError } from '../../shared/errors.js';
 
 const usage = `Usage: bpa dev [--kubeconfig FILE | --no-node] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay] [--images]
        bpa dev --engine knative [--kubeconfig-out FILE] [--port N] [--leases FILE]
@@ -70,34 +69,19 @@ type DevOptions = Omit<StackOptions, 'log'> & {
 };
 
 function parseOptions(argv: string[]): DevOptions {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      strict: true,
-      options: {
-        kubeconfig: { type: 'string' },
-        'kubeconfig-out': { type: 'string' },
-        port: { type: 'string' },
-        leases: { type: 'string' },
-        replay: { type: 'boolean' },
-        'live-view-only': { type: 'boolean' },
-        host: { type: 'string' },
-        'no-node': { type: 'boolean' },
-        images: { type: 'boolean' },
-        engine: { type: 'string' },
-      },
-    }));
-  } catch (error) {
-    throw new UsageError(describeError(error).message);
-  }
-  let port: number | undefined;
-  if (values.port !== undefined) {
-    port = Number(values.port);
-    if (!Number.isInteger(port) || port < 1 || port > 65535)
-      throw new UsageError(`--port must be a port number (1-65535), not ${JSON.stringify(values.port)}`);
-  }
+  const values = parseFlags(argv, {
+    kubeconfig: { type: 'string' },
+    'kubeconfig-out': { type: 'string' },
+    port: { type: 'string' },
+    leases: { type: 'string' },
+    replay: { type: 'boolean' },
+    'live-view-only': { type: 'boolean' },
+    host: { type: 'string' },
+    'no-node': { type: 'boolean' },
+    images: { type: 'boolean' },
+    engine: { type: 'string' },
+  });
+  const port = portFlag(values.port);
   const kubeconfig = values.kubeconfig ?? (process.env.KUBECONFIG || undefined);
   if (kubeconfig && values['kubeconfig-out'])
     throw new UsageError(
@@ -105,9 +89,7 @@ function parseOptions(argv: string[]): DevOptions {
     );
   if (values.kubeconfig && values['no-node'])
     throw new UsageError('--no-node is for the embedded cluster; it cannot be used with --kubeconfig');
-  const engine = values.engine ?? 'embedded';
-  if (engine !== 'embedded' && engine !== 'knative')
-    throw new UsageError(`--engine must be embedded or knative, not ${JSON.stringify(values.engine)}`);
+  const engine = engineFlag(values.engine);
   if (engine === 'knative') {
     const refused = (
       [

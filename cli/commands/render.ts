@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { BpaError, describeError } from '../../shared/errors.js';
 import { parseObjects, parseSingleObject, validateObjects } from '../../shared/core/documents.js';
 import { indexHostsFile } from '../../shared/core/hosts-file.js';
@@ -12,6 +11,7 @@ import { vmiSchema } from '../../shared/schemas/vmi.js';
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import type { CliCommand } from '../command.js';
 import { UsageError } from '../command.js';
+import { parseFlags } from '../flags.js';
 
 const usage = `Usage: bpa render --provisioning FILE [--hosts FILE] [--leases FILE] [--pods FILE]
                   [--vmis FILE] [--output ini|json]
@@ -94,25 +94,18 @@ export function renderJson(rendered: RenderedCluster): string {
 }
 
 function parseRenderArgs(argv: string[]) {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        provisioning: { type: 'string' },
-        hosts: { type: 'string' },
-        leases: { type: 'string' },
-        pods: { type: 'string' },
-        vmis: { type: 'string' },
-        output: { type: 'string', default: 'ini' },
-      },
-    });
-  } catch (error) {
-    throw new UsageError(`${describeError(error).message}\n\n${usage}`);
-  }
-  const { values } = parsed;
+  const values = parseFlags(
+    argv,
+    {
+      provisioning: { type: 'string' },
+      hosts: { type: 'string' },
+      leases: { type: 'string' },
+      pods: { type: 'string' },
+      vmis: { type: 'string' },
+      output: { type: 'string', default: 'ini' },
+    },
+    usage,
+  );
   if (!values.provisioning) throw new UsageError(`--provisioning FILE is required\n\n${usage}`);
   if (values.output !== 'ini' && values.output !== 'json')
     throw new UsageError(`--output must be ini or json, not ${JSON.stringify(values.output)}`);

@@ -1,11 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { CloudEvent } from 'cloudevents';
 import { isJsonMediaType, mediaTypeOf } from '../../shared/cloudevents/media-types.js';
 import { postEvent, SinkUnreachableError, type SinkResponse } from '../../shared/cloudevents/sink-client.js';
 import type { CliCommand, CliIO } from '../command.js';
 import { UsageError } from '../command.js';
-import { describeError } from '../../shared/errors.js';
+import { parseFlags } from '../flags.js';
 
 const usage = `Usage: bpa send --to URL --type TYPE [options]
 
@@ -66,29 +65,19 @@ interface SendOptions {
 }
 
 function parseOptions(argv: string[]): Omit<SendOptions, 'data'> & { dataArgument?: string } {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      strict: true,
-      options: {
-        to: { type: 'string' },
-        type: { type: 'string' },
-        source: { type: 'string' },
-        subject: { type: 'string' },
-        data: { type: 'string' },
-        'content-type': { type: 'string' },
-        structured: { type: 'boolean' },
-        extension: { type: 'string', multiple: true },
-        id: { type: 'string' },
-        timeout: { type: 'string' },
-        'token-file': { type: 'string' },
-      },
-    }));
-  } catch (error) {
-    throw new UsageError(describeError(error).message);
-  }
+  const values = parseFlags(argv, {
+    to: { type: 'string' },
+    type: { type: 'string' },
+    source: { type: 'string' },
+    subject: { type: 'string' },
+    data: { type: 'string' },
+    'content-type': { type: 'string' },
+    structured: { type: 'boolean' },
+    extension: { type: 'string', multiple: true },
+    id: { type: 'string' },
+    timeout: { type: 'string' },
+    'token-file': { type: 'string' },
+  });
   if (!values.to) throw new UsageError('--to URL is required');
   if (!values.type) throw new UsageError('--type TYPE is required');
   let url: URL;

@@ -9,7 +9,7 @@ import { dns1123LabelPattern, dns1123SubdomainPattern } from '../../shared/schem
 import type { Logger } from '../../shared/log.js';
 import { isS3NotFound } from '../../shared/storage/s3.js';
 import { checkSignature, type UrlKey } from '../../shared/storage/signed-url.js';
-import { HttpFailure } from './uploads.js';
+import { HttpFailure } from './http-failure.js';
 
 /** `/images/<namespace>/<Image name>` and `/images/<namespace>/<Image name>.sha256sum`, each with its signature's query. */
 export const downloadRoute = /^\/images\/([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253}?)(\.sha256sum)?$/;

@@ -20,7 +20,8 @@ import { legacyRoutes } from './legacy-routes.js';
 import { ImageQuotas } from './quotas.js';
 import { ImageStore } from './store.js';
 import { createTusServer, decodeUploadId, addressOfKey, tusPath } from './tus.js';
-import { functionName, HttpFailure, ImageUploads } from './uploads.js';
+import { HttpFailure } from './http-failure.js';
+import { functionName, ImageUploads } from './uploads.js';
 
 export { functionName };
 

@@ -15,7 +15,8 @@ import {
 import type { ImageAccess } from './access.js';
 import type { ImageStore } from './store.js';
 import { encodeUploadId, tusPath } from './tus.js';
-import { addressOf, HttpFailure, type ImageAddress, type ImageUploads } from './uploads.js';
+import { HttpFailure } from './http-failure.js';
+import { addressOf, type ImageAddress, type ImageUploads } from './uploads.js';
 
 /** `/v1/baremetalcluster/{owner}/{clustername}/{binary_images|container_images|os_images}[/{name}]` */
 export const legacyRoute = /^\/v1\/baremetalcluster\/([^/]+)\/([^/]+)\/([^/]+)(?:\/([^/]+))?\/?$/;

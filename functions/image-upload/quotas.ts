@@ -1,6 +1,6 @@
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { listImages } from '../../shared/k8s/image.js';
-import { HttpFailure } from './uploads.js';
+import { HttpFailure } from './http-failure.js';
 
 export interface QuotaLimits {
   /** Bytes of all the namespace's Images together; 0 = no limit. */

@@ -12,7 +12,8 @@ import {
 } from '../../shared/schemas/image.js';
 import { AccessDenied, type ImageAccess, type ImageVerb } from './access.js';
 import type { ImageStore } from './store.js';
-import { addressOf, HttpFailure, type ImageAddress, type ImageUploads } from './uploads.js';
+import { HttpFailure } from './http-failure.js';
+import { addressOf, type ImageAddress, type ImageUploads } from './uploads.js';
 
 export const tusPath = '/files';
 

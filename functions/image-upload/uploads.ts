@@ -1,10 +1,11 @@
 import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { postEventWithRetry } from '../../shared/cloudevents/sink-client.js';
 import { imageObjectKey, imageObjectName } from '../../shared/core/image-names.js';
-import { BpaError, describeError } from '../../shared/errors.js';
+import { describeError } from '../../shared/errors.js';
+import { HttpFailure } from './http-failure.js';
 import { EventTypes, imageSubject } from '../../shared/events/types.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { setCondition } from '../../shared/k8s/conditions.js';
+import { setCondition, type ConditionUpdate } from '../../shared/k8s/conditions.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
   createImage,
@@ -19,11 +20,13 @@ import {
 import { managedByLabel, managedByValue } from '../../shared/k8s/resources.js';
 import type { Logger } from '../../shared/log.js';
 import type { Sink } from '../../shared/server/sink.js';
-import type { ImageSpec, ImageType } from '../../shared/schemas/image.js';
+import type { ImageSpec, ImageStatus, ImageType } from '../../shared/schemas/image.js';
 import type { ImageQuotas } from './quotas.js';
 import type { ImageStore } from './store.js';
 
 export const functionName = 'image-upload';
+
+type ConditionText = Pick<ConditionUpdate, 'status' | 'reason' | 'message'>;
 
 /** Where one image lives: the Image object and the object key of its bytes. */
 export interface ImageAddress {
@@ -48,19 +51,6 @@ export const addressOf = (
   clusterName,
   imageName,
 });
-
-/** An HTTP answer the routes give for a known failure: status, CamelCase reason, message (and extra headers, e.g. Retry-After). */
-export class HttpFailure extends BpaError {
-  constructor(
-    readonly status: number,
-    reason: string,
-    message: string,
-    /** Headers the answer carries (Allow of a 405, Upload-Offset of a 409). */
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(reason, message, status >= 500 ? 'transient' : 'invalid');
-  }
-}
 
 /**
  * The Image side of an upload, shared by the tus routes and the original's routes: the Image
@@ -89,6 +79,34 @@ export class ImageUploads {
     return same ? image : undefined;
   }
 
+  /**
+   * The status of an upload phase: offset, length and where the bytes go, with Uploaded and Ready
+   * written in the one update so a reader never sees them disagree.
+   */
+  private phaseStatus(
+    fresh: StoredImage,
+    address: ImageAddress,
+    upload: { phase: 'Uploading' | 'Uploaded'; offset: number; length: number },
+    [uploaded, ready]: [ConditionText, ConditionText],
+  ): ImageStatus {
+    const observedGeneration = fresh.metadata.generation;
+    return {
+      ...fresh.status,
+      phase: upload.phase,
+      uploadOffset: upload.offset,
+      uploadLength: upload.length,
+      storage: { bucket: this.bucket, key: address.key },
+      conditions: setCondition(
+        setCondition(fresh.status?.conditions, {
+          type: ImageCondition.uploaded,
+          ...uploaded,
+          observedGeneration,
+        }),
+        { type: ImageCondition.ready, ...ready, observedGeneration },
+      ),
+    };
+  }
+
   /** Creates the Image of a new upload (409 when it exists) and records where its bytes go. */
   async begin(address: ImageAddress, spec: ImageSpec): Promise<StoredImage> {
     const create = () =>
@@ -107,29 +125,12 @@ export class ImageUploads {
         'ImageExists',
         `Image ${address.namespace}/${address.name} (${address.type} image ${address.imageName} of cluster ${address.clusterName}) already exists; DELETE it first`,
       );
-    const updated = await updateImageStatus(this.clients, address.namespace, address.name, (fresh) => ({
-      ...fresh.status,
-      phase: 'Uploading',
-      uploadOffset: 0,
-      uploadLength: spec.length,
-      storage: { bucket: this.bucket, key: address.key },
-      conditions: setCondition(
-        setCondition(fresh.status?.conditions, {
-          type: ImageCondition.uploaded,
-          status: 'False',
-          reason: 'Uploading',
-          message: `Waiting for ${spec.length} bytes`,
-          observedGeneration: fresh.metadata.generation,
-        }),
-        {
-          type: ImageCondition.ready,
-          status: 'False',
-          reason: 'Uploading',
-          message: 'The upload has not finished',
-          observedGeneration: fresh.metadata.generation,
-        },
-      ),
-    }));
+    const updated = await updateImageStatus(this.clients, address.namespace, address.name, (fresh) =>
+      this.phaseStatus(fresh, address, { phase: 'Uploading', offset: 0, length: spec.length }, [
+        { status: 'False', reason: 'Uploading', message: `Waiting for ${spec.length} bytes` },
+        { status: 'False', reason: 'Uploading', message: 'The upload has not finished' },
+      ]),
+    );
     this.log.info('upload created', {
       namespace: address.namespace,
       name: address.name,
@@ -170,29 +171,20 @@ export class ImageUploads {
 
   /** The last byte is stored: status Uploaded, an Event, and image.uploaded to the sink. */
   async finished(address: ImageAddress, length: number): Promise<void> {
-    const image = await updateImageStatus(this.clients, address.namespace, address.name, (fresh) => ({
-      ...fresh.status,
-      phase: 'Uploaded',
-      uploadOffset: length,
-      uploadLength: length,
-      storage: { bucket: this.bucket, key: address.key },
-      conditions: setCondition(
-        setCondition(fresh.status?.conditions, {
-          type: ImageCondition.uploaded,
+    const image = await updateImageStatus(this.clients, address.namespace, address.name, (fresh) =>
+      this.phaseStatus(fresh, address, { phase: 'Uploaded', offset: length, length }, [
+        {
           status: 'True',
           reason: 'Uploaded',
           message: `${length} bytes stored at ${this.bucket}/${address.key}`,
-          observedGeneration: fresh.metadata.generation,
-        }),
+        },
         {
-          type: ImageCondition.ready,
           status: 'Unknown',
           reason: 'Verifying',
           message: 'Waiting for image-verify to check the stored bytes',
-          observedGeneration: fresh.metadata.generation,
         },
-      ),
-    }));
+      ]),
+    );
     const log = this.log.child({ namespace: address.namespace, name: address.name });
     if (!image) {
       log.warn('upload finished but its Image is gone; nothing to verify');

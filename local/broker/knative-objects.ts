@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { kubeObjectSchema } from '../../shared/schemas/kube.js';
 
 /**
  * The parts of `eventing.knative.dev/v1` Broker and Trigger the embedded broker reads, as they
@@ -77,32 +78,24 @@ const metadataSchema = z
   })
   .loose();
 
-export const brokerObjectSchema = z
-  .object({
-    apiVersion: z.literal('eventing.knative.dev/v1'),
-    kind: z.literal('Broker'),
-    metadata: metadataSchema,
-    spec: z.object({ delivery: deliverySpecSchema.optional() }).loose().optional(),
-  })
-  .loose();
+export const brokerObjectSchema = kubeObjectSchema('eventing.knative.dev/v1', 'Broker', {
+  metadata: metadataSchema,
+  spec: z.object({ delivery: deliverySpecSchema.optional() }).loose().optional(),
+}).loose();
 export type BrokerObject = z.infer<typeof brokerObjectSchema>;
 
-export const triggerObjectSchema = z
-  .object({
-    apiVersion: z.literal('eventing.knative.dev/v1'),
-    kind: z.literal('Trigger'),
-    metadata: metadataSchema,
-    spec: z
-      .object({
-        broker: z.string().min(1),
-        filter: z.object({ attributes: attributeMap.optional() }).loose().optional(),
-        filters: z.array(subscriptionsApiFilterSchema).optional(),
-        subscriber: destinationSchema,
-        delivery: deliverySpecSchema.optional(),
-      })
-      .loose(),
-  })
-  .loose();
+export const triggerObjectSchema = kubeObjectSchema('eventing.knative.dev/v1', 'Trigger', {
+  metadata: metadataSchema,
+  spec: z
+    .object({
+      broker: z.string().min(1),
+      filter: z.object({ attributes: attributeMap.optional() }).loose().optional(),
+      filters: z.array(subscriptionsApiFilterSchema).optional(),
+      subscriber: destinationSchema,
+      delivery: deliverySpecSchema.optional(),
+    })
+    .loose(),
+}).loose();
 export type TriggerObject = z.infer<typeof triggerObjectSchema>;
 
 /** The Broker delivery Knative's `config-br-defaults` gives a Broker that states none. */

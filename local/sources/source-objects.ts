@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { kubeObjectSchema } from '../../shared/schemas/kube.js';
 import { destinationSchema } from '../broker/knative-objects.js';
 import { objectsOfKind } from '../knative-objects.js';
 
@@ -23,61 +24,50 @@ const metadataSchema = z.object({ name: z.string().min(1), namespace: z.string()
 const ceOverridesSchema = z.object({ extensions: z.record(z.string(), z.string()).optional() }).loose();
 
 /** `sources.knative.dev/v1` ApiServerSource, the fields the local adapter reads. */
-export const apiServerSourceSchema = z
-  .object({
-    apiVersion: z.literal('sources.knative.dev/v1'),
-    kind: z.literal('ApiServerSource'),
-    metadata: metadataSchema,
-    spec: z
-      .object({
-        sink: destinationSchema,
-        resources: z
-          .array(
-            z
-              .object({
-                apiVersion: z.string().min(1),
-                kind: z.string().min(1),
-                selector: labelSelectorSchema.optional(),
-              })
-              .loose(),
-          )
-          .min(1),
-        owner: z
-          .object({ apiVersion: z.string().optional(), kind: z.string().optional() })
-          .loose()
-          .optional(),
-        mode: z.enum(['Reference', 'Resource']).optional(),
-        serviceAccountName: z.string().optional(),
-        namespaceSelector: labelSelectorSchema.optional(),
-        ceOverrides: ceOverridesSchema.optional(),
-      })
-      .loose(),
-  })
-  .loose();
+export const apiServerSourceSchema = kubeObjectSchema('sources.knative.dev/v1', 'ApiServerSource', {
+  metadata: metadataSchema,
+  spec: z
+    .object({
+      sink: destinationSchema,
+      resources: z
+        .array(
+          z
+            .object({
+              apiVersion: z.string().min(1),
+              kind: z.string().min(1),
+              selector: labelSelectorSchema.optional(),
+            })
+            .loose(),
+        )
+        .min(1),
+      owner: z.object({ apiVersion: z.string().optional(), kind: z.string().optional() }).loose().optional(),
+      mode: z.enum(['Reference', 'Resource']).optional(),
+      serviceAccountName: z.string().optional(),
+      namespaceSelector: labelSelectorSchema.optional(),
+      ceOverrides: ceOverridesSchema.optional(),
+    })
+    .loose(),
+}).loose();
 export type ApiServerSourceObject = z.infer<typeof apiServerSourceSchema>;
 
 /** `sources.knative.dev/v1` PingSource. */
-export const pingSourceSchema = z
-  .object({
-    apiVersion: z.literal('sources.knative.dev/v1'),
-    kind: z.literal('PingSource'),
-    metadata: metadataSchema,
-    spec: z
-      .object({
-        schedule: z.string().min(1).optional(),
-        timezone: z.string().min(1).optional(),
-        contentType: z.string().min(1).optional(),
-        data: z.string().optional(),
-        dataBase64: z.string().optional(),
-        sink: destinationSchema,
-        ceOverrides: ceOverridesSchema.optional(),
-      })
-      .loose()
-      .refine((spec) => !(spec.data !== undefined && spec.dataBase64 !== undefined), {
-        message: 'data and dataBase64 are mutually exclusive',
-      }),
-  })
-  .loose();
+export const pingSourceSchema = kubeObjectSchema('sources.knative.dev/v1', 'PingSource', {
+  metadata: metadataSchema,
+  spec: z
+    .object({
+      schedule: z.string().min(1).optional(),
+      timezone: z.string().min(1).optional(),
+      contentType: z.string().min(1).optional(),
+      data: z.string().optional(),
+      dataBase64: z.string().optional(),
+      sink: destinationSchema,
+      ceOverrides: ceOverridesSchema.optional(),
+    })
+    .loose()
+    .refine((spec) => !(spec.data !== undefined && spec.dataBase64 !== undefined), {
+      message: 'data and dataBase64 are mutually exclusive',
+    }),
+}).loose();
 export type PingSourceObject = z.infer<typeof pingSourceSchema>;
 
 /** Kubernetes objects of one kind of `sources.knative.dev`. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { conditionSchema, dns1123LabelPattern, objectMetaSchema } from './kube.js';
+import { conditionSchema, dns1123LabelPattern, kubeObjectSchema, objectMetaSchema } from './kube.js';
 
 export const imageApiVersion = 'bpa.akraino.org/v1alpha1';
 export const imageKind = 'Image';
@@ -93,9 +93,7 @@ export const imageStatusSchema = z
   .loose();
 export type ImageStatus = z.infer<typeof imageStatusSchema>;
 
-export const imageSchema = z.object({
-  apiVersion: z.literal(imageApiVersion),
-  kind: z.literal(imageKind),
+export const imageSchema = kubeObjectSchema(imageApiVersion, imageKind, {
   metadata: objectMetaSchema,
   spec: imageSpecSchema,
   status: imageStatusSchema.optional(),

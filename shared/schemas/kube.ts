@@ -6,6 +6,16 @@ export const dns1123LabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** A DNS-1123 subdomain (most object names): labels joined by '.'. */
 export const dns1123SubdomainPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/**
+ * A Kubernetes object of one kind: `apiVersion` and `kind` pinned to these literals (anything
+ * else fails to parse), then the object's own fields (metadata, spec, status) as given.
+ */
+export const kubeObjectSchema = <const V extends string, const K extends string, S extends z.core.$ZodShape>(
+  apiVersion: V,
+  kind: K,
+  fields: S,
+) => z.object({ apiVersion: z.literal(apiVersion), kind: z.literal(kind), ...fields });
+
 /** The metadata fields the product reads; everything else is kept as is. */
 export const objectMetaSchema = z
   .object({

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { conditionSchema, dns1123LabelPattern, dns1123SubdomainPattern, objectMetaSchema } from './kube.js';
+import {
+  conditionSchema,
+  dns1123LabelPattern,
+  dns1123SubdomainPattern,
+  kubeObjectSchema,
+  objectMetaSchema,
+} from './kube.js';
 import { resolvedNodeSchema } from './node.js';
 
 export const provisioningApiVersion = 'bpa.akraino.org/v1alpha1';
@@ -175,9 +181,7 @@ export const provisioningStatusSchema = z
   .loose();
 export type ProvisioningStatus = z.infer<typeof provisioningStatusSchema>;
 
-export const provisioningSchema = z.object({
-  apiVersion: z.literal(provisioningApiVersion),
-  kind: z.literal(provisioningKind),
+export const provisioningSchema = kubeObjectSchema(provisioningApiVersion, provisioningKind, {
   metadata: objectMetaSchema.extend({
     labels: z
       .object({ cluster: clusterNameSchema, 'cluster-type': z.string().optional() })

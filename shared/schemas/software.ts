@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { clusterNameSchema, provisioningApiVersion } from './provisioning.js';
-import { conditionSchema, objectMetaSchema } from './kube.js';
+import { conditionSchema, kubeObjectSchema, objectMetaSchema } from './kube.js';
 import { hostResultSchema } from '../events/types.js';
 
 export const softwareKind = 'Software';
@@ -57,9 +57,7 @@ export interface PackageRequest {
   version?: string;
 }
 
-export const softwareSchema = z.object({
-  apiVersion: z.literal(provisioningApiVersion),
-  kind: z.literal(softwareKind),
+export const softwareSchema = kubeObjectSchema(provisioningApiVersion, softwareKind, {
   metadata: objectMetaSchema.extend({
     labels: z.object({ cluster: clusterNameSchema }).catchall(z.string()),
   }),

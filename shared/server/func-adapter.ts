@@ -3,10 +3,10 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { parseEnv, serverEnvSchema } from '../config.js';
 import { describeError, httpStatusFor, invalid } from '../errors.js';
 import { loadDefaultKubeConfig } from '../k8s/clients.js';
-import { notOnboardedIn, onboardCommand, terminatingIn } from '../k8s/api-errors.js';
 import { createLogger, type Logger } from '../log.js';
 import { routeEvent } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
+import { namespaceRefused } from './invoke.js';
 import { postToSink, type Sink } from './sink.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from './types.js';
 
@@ -91,24 +91,8 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
     try {
       return await routing.routed.run(ours);
     } catch (error) {
-      // As the function server does (invoke.ts): nothing written, one warn line, no retry.
-      const namespace = notOnboardedIn(error);
-      if (namespace !== undefined) {
-        log.warn('namespace not onboarded', {
-          namespace,
-          command: onboardCommand(namespace),
-          ...describeError(error),
-        });
-        return undefined;
-      }
-      const terminating = terminatingIn(error);
-      if (terminating !== undefined) {
-        log.info('namespace being deleted: nothing written there', {
-          namespace: terminating,
-          ...describeError(error),
-        });
-        return undefined;
-      }
+      // As the function server does (invoke.ts): nothing written, one log line, no retry.
+      if (namespaceRefused(error, log)) return undefined;
       const status = httpStatusFor(error);
       const described = describeError(error);
       if (status >= 500) log.error('handler failed', { ...described, stack: (error as Error)?.stack });

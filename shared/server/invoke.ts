@@ -19,6 +19,34 @@ export interface InvocationAnswer {
 }
 
 /**
+ * True when a handler's error is its namespace refusing the write, logged once: a namespace that
+ * was not onboarded (the API refused the first write; warn, naming the command) or one being
+ * deleted (what was to be written would go with it; info). Nothing was written and a retry would
+ * meet the same refusal, so the caller answers as if done: no error answer, no retry loop. The
+ * function server and the func adapter answer these alike.
+ */
+export function namespaceRefused(error: unknown, log: Logger): boolean {
+  const namespace = notOnboardedIn(error);
+  if (namespace !== undefined) {
+    log.warn('namespace not onboarded', {
+      namespace,
+      command: onboardCommand(namespace),
+      ...describeError(error),
+    });
+    return true;
+  }
+  const terminating = terminatingIn(error);
+  if (terminating !== undefined) {
+    log.info('namespace being deleted: nothing written there', {
+      namespace: terminating,
+      ...describeError(error),
+    });
+    return true;
+  }
+  return false;
+}
+
+/**
  * Runs the handler and maps what happens to the answer: a thrown error → eventStatusFor() with
  * its reason and message; nothing → 204; a CloudEvent → 200 with it in binary mode, carrying
  * the span's trace headers; anything else → 500 InvalidReply. The span is failed on errors.
@@ -34,26 +62,7 @@ export async function invoke(
     result = await run();
   } catch (error) {
     const { span, log } = trace; // read after the handler: it may have continued another trace
-    // A resource in a namespace that was not onboarded: the API refused the first write, nothing
-    // was written. One warn line naming the command; no error answer, so no retry loop.
-    const namespace = notOnboardedIn(error);
-    if (namespace !== undefined) {
-      log.warn('namespace not onboarded', {
-        namespace,
-        command: onboardCommand(namespace),
-        ...describeError(error),
-      });
-      return { status: 204, outcome: 'ok' };
-    }
-    // A namespace being deleted refused new content: it would go with the namespace. No retry.
-    const terminating = terminatingIn(error);
-    if (terminating !== undefined) {
-      log.info('namespace being deleted: nothing written there', {
-        namespace: terminating,
-        ...describeError(error),
-      });
-      return { status: 204, outcome: 'ok' };
-    }
+    if (namespaceRefused(error, log)) return { status: 204, outcome: 'ok' };
     const status = eventStatusFor(error);
     const described = describeError(error);
     span?.fail(described.message);

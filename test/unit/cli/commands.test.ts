@@ -69,3 +69,38 @@ describe('--engine', () => {
     }
   });
 });
+
+describe('flags (cli/flags.ts)', () => {
+  it.each(['demo', 'dev', 'send', 'control-plane', 'render'])(
+    'bpa %s refuses an unknown flag and a stray positional: exit 2, nothing on stdout',
+    async (name) => {
+      for (const argv of [
+        [name, '--no-such-flag'],
+        [name, 'stray'],
+      ]) {
+        const { out, io } = capture();
+        expect(await main(argv, io)).toBe(2);
+        expect(out.stderr).toMatch(argv[1] === 'stray' ? /positional/i : /--no-such-flag/);
+        expect(out.stdout).toBe('');
+      }
+    },
+  );
+
+  it.each([
+    ['demo', '0'],
+    ['demo', 'http'],
+    ['dev', '65536'],
+    ['dev', '80.5'],
+  ])('bpa %s --port %s is a usage error naming the value', async (name, value) => {
+    const { out, io } = capture();
+    expect(await main([name, '--port', value], io)).toBe(2);
+    expect(out.stderr).toContain(`--port must be a port number (1-65535), not "${value}"`);
+  });
+
+  it('bpa render appends its usage to a flag error, as before', async () => {
+    const { out, io } = capture();
+    expect(await main(['render', '--bogus'], io)).toBe(2);
+    expect(out.stderr).toContain('--bogus');
+    expect(out.stderr).toContain('Usage: bpa render');
+  });
+});
