@@ -1,6 +1,6 @@
-import { parseArgs } from 'node:util';
 import type { CliIO } from '../command.js';
-import { UsageError } from '../command.js';
+import { parseFlags } from '../flags.js';
+import { untilStopped } from '../until-stopped.js';
 import { describeStackCluster, nodeUnavailableReason, startStackCluster } from '../../local/stack/cluster.js';
 import { join } from 'node:path';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
@@ -36,35 +36,14 @@ Exit status: 0 stopped on a signal; 1 the cluster could not start or a process d
 `;
 
 function parseOptions(argv: string[]): { kubeconfigOut?: string; functions: boolean } {
-  try {
-    const { values } = parseArgs({
-      args: argv,
-      options: { 'kubeconfig-out': { type: 'string' }, functions: { type: 'boolean' } },
-      strict: true,
-      allowPositionals: false,
-    });
-    return {
-      ...(values['kubeconfig-out'] ? { kubeconfigOut: values['kubeconfig-out'] } : {}),
-      functions: values.functions === true,
-    };
-  } catch (error) {
-    throw new UsageError(describeError(error).message);
-  }
-}
-
-/** Resolves with the signal that asked us to stop, or the exit of a process that died. */
-function untilStopped(exited: Promise<string>): Promise<{ signal?: NodeJS.Signals; died?: string }> {
-  return new Promise((resolveStop) => {
-    const onSignal = (signal: NodeJS.Signals) => finish({ signal });
-    const finish = (outcome: { signal?: NodeJS.Signals; died?: string }) => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      resolveStop(outcome);
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-    void exited.then((died) => finish({ died }));
+  const values = parseFlags(argv, {
+    'kubeconfig-out': { type: 'string' },
+    functions: { type: 'boolean' },
   });
+  return {
+    ...(values['kubeconfig-out'] ? { kubeconfigOut: values['kubeconfig-out'] } : {}),
+    functions: values.functions === true,
+  };
 }
 
 async function run(argv: string[], io: CliIO): Promise<number> {
