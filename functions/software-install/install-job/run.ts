@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { BpaError, transient } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/log.js';
 import { describeIssues } from '../../../shared/schemas/issues.js';
-import { softwareSchema, type Software } from '../../../shared/schemas/software.js';
+import { softwareSchema } from '../../../shared/schemas/software.js';
 import { kubeClients } from '../../../shared/k8s/clients.js';
 import { readOrUndefined } from '../../../shared/k8s/api-errors.js';
 import { writeConditions } from '../../../shared/k8s/condition-writer.js';
@@ -23,9 +23,10 @@ import {
   type HostStatus,
 } from '../software-status.js';
 import { functionName } from '../name.js';
+import { softwareLists } from '../package-checks.js';
 import { packageWord } from '../ssh/command.js';
-import { runRetriedInstall, type RetriedHostResult } from '../ssh/host-install.js';
-import { packagesForRoles, planInstall } from '../ssh/install.js';
+import { runRetriedInstall } from '../ssh/host-install.js';
+import { packagesForRoles, planInstall, type HostInstallResult } from '../ssh/install.js';
 
 /**
  * The install Job's work (contract section 11): one Software generation, every node its cluster
@@ -61,10 +62,6 @@ export const installedNodeSchema = z.object({ node: z.string(), ip: z.string() }
 export type InstalledNode = z.infer<typeof installedNodeSchema>;
 
 const errorTailLines = 5;
-const lists = (software: Software) => ({
-  masterSoftware: software.spec.masterSoftware ?? [],
-  workerSoftware: software.spec.workerSoftware ?? [],
-});
 
 export async function runInstallJob(
   context: InstallJobContext,
@@ -119,7 +116,7 @@ export async function runInstallJob(
     node: node.label,
     ip: node.ip,
     roles: node.roles,
-    packages: packagesForRoles(node.roles, lists(software)),
+    packages: packagesForRoles(node.roles, softwareLists(software)),
   }));
   let plans;
   try {
@@ -259,12 +256,13 @@ const installedMessage = (hosts: HostStatus[], nodes: ClusterNode[], cluster: st
     ? `Nothing to install on the ${nodes.length} nodes of cluster ${cluster}`
     : `Installed on ${hosts.length} host${hosts.length === 1 ? '' : 's'} of cluster ${cluster}`;
 
-function hostStatus(
-  result: RetriedHostResult,
+/** A host's result as status records it (attempts: the Job's retries; absent in the request's runner). */
+export function hostStatus(
+  result: HostInstallResult & { attempts?: number },
   roles: HostStatus['roles'],
   packages: string[],
   trusted?: string,
-): HostStatus & { attempts: number } {
+): HostStatus & { attempts?: number } {
   const errorText = result.error
     ? [result.error.message, ...result.stderrTail.slice(-errorTailLines)].join('\n').slice(-2000)
     : undefined;
@@ -281,7 +279,7 @@ function hostStatus(
     ...(errorText ? { error: errorText } : {}),
     startedAt: result.startedAt,
     durationMs: Math.round(result.durationMs),
-    attempts: result.attempts,
+    ...(result.attempts !== undefined ? { attempts: result.attempts } : {}),
     ...(fingerprint ? { hostKeyFingerprint: fingerprint } : {}),
   };
 }
