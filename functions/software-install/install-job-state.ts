@@ -1,12 +1,15 @@
 import type { V1Job } from '@kubernetes/client-node';
+import type { CloudEvent } from 'cloudevents';
+import type { Logger } from '../../shared/log.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
+import { getCustomObject } from '../../shared/k8s/custom-objects.js';
 import { jobFailedCondition, jobState, readJob } from '../../shared/k8s/jobs.js';
 import { isOwned } from '../../shared/k8s/install-owned-objects.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { Reason } from '../../shared/reasons.js';
 import { softwareGenerationLabel } from './install-job/job-objects.js';
-import { SoftwareCondition } from './software-status.js';
+import { SoftwareCondition, failSoftware, softwareTarget } from './software-status.js';
 
 /**
  * An install Job records its outcome on the Software's status before it exits 0. One that ends
@@ -63,4 +66,29 @@ export async function judgeInstallJob(
   if (!owned || generation !== String(live.metadata.generation ?? 0)) return undefined;
   if (jobState(job) === 'running') return { kind: 'running' };
   return ended(endedJobMessage(job, name));
+}
+
+/**
+ * Records an install Job that ended without an outcome: Installed and Ready False
+ * (InstallJobFailed, the Job's own reason in the message), announced once (announcedJob), and
+ * re-run only by `bpa.akraino.org/retry` (the Job's backoffLimit was its retries). Undefined:
+ * nothing to record (its outcome came meanwhile, or another delivery recorded it).
+ */
+export async function failEndedJob(
+  clients: KubeClients,
+  live: StoredObject,
+  verdict: Extract<InstallJobVerdict, { kind: 'ended' }>,
+  log: Logger,
+): Promise<CloudEvent<unknown> | undefined> {
+  // Read again: the Job's pod writes before it exits, so once its Job has ended, a fresh read
+  // that still says Installing is the last word (a listed copy may predate the pod's write).
+  const fresh = await getCustomObject(
+    clients,
+    softwareTarget(live.metadata.namespace ?? '', live.metadata.name),
+  );
+  if (!fresh || pendingInstallJob(fresh) !== verdict.job) return undefined;
+  log.warn('install job ended without recording an outcome', { job: verdict.job, message: verdict.message });
+  return failSoftware(clients, fresh, { reason: verdict.reason, message: verdict.message }, log, undefined, {
+    announcedJob: verdict.job,
+  });
 }

@@ -4,7 +4,7 @@ import { BpaError, transient } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/log.js';
 import { errorReason, type StepReason } from '../../../shared/reasons.js';
 import { describeIssues } from '../../../shared/schemas/issues.js';
-import { softwareSchema, type Software } from '../../../shared/schemas/software.js';
+import { softwareSchema } from '../../../shared/schemas/software.js';
 import { kubeClients } from '../../../shared/k8s/clients.js';
 import { readOrUndefined } from '../../../shared/k8s/api-errors.js';
 import { writeConditions } from '../../../shared/k8s/condition-writer.js';
@@ -24,9 +24,10 @@ import {
   type HostStatus,
 } from '../software-status.js';
 import { functionName } from '../name.js';
+import { softwareLists } from '../package-checks.js';
 import { packageWord } from '../ssh/command.js';
-import { runRetriedInstall, type RetriedHostResult } from '../ssh/host-install.js';
-import { packagesForRoles, planInstall } from '../ssh/install.js';
+import { runRetriedInstall } from '../ssh/host-install.js';
+import { packagesForRoles, planInstall, type HostInstallResult } from '../ssh/install.js';
 
 /**
  * The install Job's work (contract section 11): one Software generation, every node its cluster
@@ -62,10 +63,6 @@ export const installedNodeSchema = z.object({ node: z.string(), ip: z.string() }
 export type InstalledNode = z.infer<typeof installedNodeSchema>;
 
 const errorTailLines = 5;
-const lists = (software: Software) => ({
-  masterSoftware: software.spec.masterSoftware ?? [],
-  workerSoftware: software.spec.workerSoftware ?? [],
-});
 
 export async function runInstallJob(
   context: InstallJobContext,
@@ -124,7 +121,7 @@ export async function runInstallJob(
     node: node.label,
     ip: node.ip,
     roles: node.roles,
-    packages: packagesForRoles(node.roles, lists(software)),
+    packages: packagesForRoles(node.roles, softwareLists(software)),
   }));
   let plans;
   try {
@@ -264,12 +261,13 @@ const installedMessage = (hosts: HostStatus[], nodes: ClusterNode[], cluster: st
     ? `Nothing to install on the ${nodes.length} nodes of cluster ${cluster}`
     : `Installed on ${hosts.length} host${hosts.length === 1 ? '' : 's'} of cluster ${cluster}`;
 
+/** A host's result as status records it (attempts: the Job's retries; absent in the request's runner). */
 function hostStatus(
-  result: RetriedHostResult,
+  result: HostInstallResult & { attempts?: number },
   roles: HostStatus['roles'],
   packages: string[],
   trusted?: string,
-): HostStatus & { attempts: number } {
+): HostStatus & { attempts?: number } {
   const errorText = result.error
     ? [result.error.message, ...result.stderrTail.slice(-errorTailLines)].join('\n').slice(-2000)
     : undefined;
@@ -286,7 +284,7 @@ function hostStatus(
     ...(errorText ? { error: errorText } : {}),
     startedAt: result.startedAt,
     durationMs: Math.round(result.durationMs),
-    attempts: result.attempts,
+    ...(result.attempts !== undefined ? { attempts: result.attempts } : {}),
     ...(fingerprint ? { hostKeyFingerprint: fingerprint } : {}),
   };
 }
