@@ -13,9 +13,8 @@ import { SoftwareCondition, activeClaim, softwareRef, softwareTarget } from './s
 export function claimSeconds(config: SoftwareInstallConfig, hostCount: number): number {
   const rounds = Math.max(1, Math.ceil(hostCount / config.SSH_CONCURRENCY));
   const attempt = config.SSH_TIMEOUT_SECONDS + config.SSH_CONNECT_TIMEOUT_SECONDS;
-  // Every attempt of every host (the Job retries them), and the waits between them.
   const retries = config.INSTALL_ATTEMPTS * attempt + config.INSTALL_RETRY_DELAY_SECONDS * 16;
-  return rounds * retries + 60;
+  return rounds * (config.INSTALL_RUNNER === 'job' ? retries : attempt) + 60;
 }
 
 /**

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { sweepIntervalEnv } from '../../shared/k8s/sweep.js';
 import { envInt, envList, envOptionalString, envString } from '../../shared/config.js';
 
+/** Where the SSH work runs: in a Kubernetes Job per Software generation (contract section 11), or in the request (the local lab). */
+export const installRunners = ['in-request', 'job'] as const;
 import { defaultSshKeySecret } from '../../shared/core/kud-job.js';
 
 /** software-install's env (docs/architecture.md, Config). */
@@ -31,19 +33,12 @@ export const softwareInstallConfigSchema = z.object({
   /** A host Lease's duration: how long a dead installer keeps a host before another may take it. */
   HOST_LEASE_SECONDS: envInt(60, { min: 5, max: 3600 }),
   /**
-   * Removed: installs always run in the install Job (contract section 11). Unset or `job` (the
-   * old default, harmless in an old overlay) is accepted; any other value (`in-request`, the
-   * removed runner) is a configuration error naming what to do, so no install silently changes
-   * where it runs.
+   * `job` (default): software-install creates an install Job (install-job/) and holds no request
+   * open; `in-request`: SSH inside the request (the local lab, and suites with no Job controller).
    */
   INSTALL_RUNNER: z.preprocess(
-    (v) => (typeof v === 'string' ? v.trim() || undefined : v),
-    z
-      .literal('job', {
-        error: () =>
-          'the in-request install runner was removed: installs always run in the install Job (contract section 11); remove INSTALL_RUNNER from the environment',
-      })
-      .optional(),
+    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
+    z.enum(installRunners).default('job'),
   ),
   /**
    * The install Job's image: the functions' own (the same TypeScript install code). The default

@@ -6,10 +6,8 @@ import type { KubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { replaceStatus } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import type { FunctionMetrics } from '../../shared/telemetry/metrics.js';
 import { SoftwareCondition, softwareRef, softwareTarget } from './software-status.js';
 import { functionName } from './name.js';
-import { recordHostResults } from './metrics.js';
 
 /**
  * The install Job writes its outcome to the Software's status; its status write comes back to
@@ -32,7 +30,6 @@ export function outcomeToAnnounce(live: StoredObject): { job: string; installed:
 export async function announceJobOutcome(
   clients: KubeClients,
   live: StoredObject,
-  metrics?: FunctionMetrics,
 ): Promise<CloudEvent<unknown> | undefined> {
   const outcome = outcomeToAnnounce(live);
   if (!outcome) return undefined;
@@ -45,7 +42,6 @@ export async function announceJobOutcome(
   if (written.outcome !== 'written') return undefined;
   const cluster = live.metadata.labels?.cluster ?? '';
   const hosts = z.array(hostResultSchema).catch([]).parse(live.status?.hosts);
-  recordHostResults(metrics, hosts);
   const subject = softwareSubject(ref.namespace, ref.name);
   if (outcome.installed)
     return chainEvent(

@@ -1,13 +1,4 @@
-import type { HostResult } from '../../shared/events/types.js';
-import {
-  counterSpec,
-  histogramSpec,
-  secondsBuckets,
-  type FunctionMetrics,
-} from '../../shared/telemetry/metrics.js';
-
-// Recorded by software-install when it announces the outcome an install Job wrote (per-host
-// results from the Software's status): the Job's pod is short-lived and serves no /metrics.
+import { counterSpec, histogramSpec, secondsBuckets } from '../../shared/telemetry/metrics.js';
 
 export const hostInstalls = counterSpec({
   name: 'bpa_software_host_installs_total',
@@ -15,7 +6,15 @@ export const hostInstalls = counterSpec({
   labelNames: ['outcome'],
 });
 
-/** A host's install as the Job recorded it: its last attempt, connect to exit status. */
+/** TCP connect + SSH handshake + authentication, per host session. */
+export const sshConnectDuration = histogramSpec({
+  name: 'bpa_ssh_connect_duration_seconds',
+  help: 'Time to open an authenticated SSH session to a host',
+  labelNames: ['outcome'],
+  buckets: secondsBuckets,
+});
+
+/** Whole session: connect, run the install command, exit status. */
 export const sshCommandDuration = histogramSpec({
   name: 'bpa_ssh_command_duration_seconds',
   help: 'Time from starting an SSH session to the install command exit status',
@@ -23,15 +22,4 @@ export const sshCommandDuration = histogramSpec({
   buckets: secondsBuckets,
 });
 
-export const softwareInstallMetrics = [hostInstalls, sshCommandDuration];
-
-/** One announced install run's hosts, counted once (the announcement is made once per Job). */
-export function recordHostResults(metrics: FunctionMetrics | undefined, hosts: readonly HostResult[]) {
-  for (const host of hosts) {
-    const outcome = host.error === undefined ? 'succeeded' : 'failed';
-    metrics?.counter(hostInstalls).inc({ outcome });
-    // A host that never ran the command (no connection, refused key) has no command time.
-    if (host.exitCode !== null)
-      metrics?.histogram(sshCommandDuration).observe({ outcome }, host.durationMs / 1000);
-  }
-}
+export const softwareInstallMetrics = [hostInstalls, sshConnectDuration, sshCommandDuration];

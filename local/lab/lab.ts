@@ -90,10 +90,11 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       // (a whole-suite run, Knative starting beside it) is the likely cause, not proven, of a
       // chain-observability run where 2 of 3 lab hosts failed their install.
       SSH_CONNECT_TIMEOUT_SECONDS: '30',
-      // The install runs in a Job whose pod reaches the sshd hosts on the node's network (the
-      // pinned keys go with it as SSH_KNOWN_HOSTS_LINES). Without a node (the no-root fallback)
-      // no Job runs at all: the KUD Job is only launched, so the cluster never becomes Ready and
-      // no install starts (the demo says to run as root to see both).
+      // On the node, the install runs in a Job whose pod reaches the sshd hosts on the node's
+      // network (the pinned keys go with it as SSH_KNOWN_HOSTS_LINES). The in-process hosts of the
+      // no-root fallback listen on this machine's loopback, which no pod reaches (and no Job runs
+      // there): the install runs in software-install's request.
+      INSTALL_RUNNER: options.network ? 'job' : 'in-request',
     };
     const labels = { 'bpa.akraino.org/simulated-lab': 'true' };
     const applySshKeySecret = (kubeConfig: KubeConfig, where: string) =>

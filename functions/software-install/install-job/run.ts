@@ -262,7 +262,7 @@ const installedMessage = (hosts: HostStatus[], nodes: ClusterNode[], cluster: st
     : `Installed on ${hosts.length} host${hosts.length === 1 ? '' : 's'} of cluster ${cluster}`;
 
 /** A host's result as status records it (attempts: the Job's retries; absent in the request's runner). */
-function hostStatus(
+export function hostStatus(
   result: HostInstallResult & { attempts?: number },
   roles: HostStatus['roles'],
   packages: string[],

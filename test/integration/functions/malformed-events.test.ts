@@ -86,10 +86,9 @@ describe('malformed CloudEvents', () => {
     const software = await text('software-install');
     for (const metric of [
       'bpa_software_host_installs_total counter',
+      'bpa_ssh_connect_duration_seconds histogram',
       'bpa_ssh_command_duration_seconds histogram',
     ])
       expect(software).toContain(`# TYPE ${metric}`);
-    // Connect time was measured only by the removed in-request runner; the Job records none.
-    expect(software).not.toContain('bpa_ssh_connect_duration_seconds');
   });
 });

@@ -13,9 +13,8 @@
  * (Complete or Failed, with the companion condition the API server requires) is written onto the
  * real Job's status by the test, in the Job controller's place, and kud-job-launch reads it from
  * the API server as usual. Software
- * installs run in their install Jobs, whose own code the harness runs in this process as the
- * Job's ServiceAccount (test/support/install-jobs.ts, in the kubelet's place), over SSH to real
- * OpenSSH hosts (test/support/sshd.ts); the Image goes through the real image service (tus, versitygw).
+ * installs run in the request (INSTALL_RUNNER=in-request) over SSH to real OpenSSH hosts
+ * (test/support/sshd.ts); the Image goes through the real image service (tus, versitygw).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -474,8 +473,7 @@ describe('Software', () => {
 
     await provisioned('sw-ready', ip, true);
     const deliveries = await software('sw-ready-tools', 'sw-ready', { masterSoftware: ['htop'] });
-    // The add launches the install Job (no reply); its outcome is announced on the Software's update.
-    expect(deliveries.map((d) => d.reply?.type)).toEqual([undefined, EventTypes.softwareInstalled]);
+    expect(deliveries.map((d) => d.reply?.type)).toEqual([EventTypes.softwareInstalled]);
     const installed = await read('sw-ready-tools');
     expect(installed.status?.observedGeneration).toBe(installed.metadata.generation);
     expectJudged(installed, 'Current');
@@ -486,8 +484,7 @@ describe('Software', () => {
     await lab.setBehaviour(ip, { kind: 'fail', exitCode: 100, stderr: 'E: Unable to fetch some archives' });
     await provisioned('sw-failing', ip, true);
     const deliveries = await software('sw-failing-tools', 'sw-failing', { masterSoftware: ['htop'] });
-    // The add launches the install Job (no reply); its outcome is announced on the Software's update.
-    expect(deliveries.map((d) => d.reply?.type)).toEqual([undefined, EventTypes.softwareFailed]);
+    expect(deliveries.map((d) => d.reply?.type)).toEqual([EventTypes.softwareFailed]);
     const failed = await read('sw-failing-tools');
     expect(failed.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
       reason: 'InstallFailed',

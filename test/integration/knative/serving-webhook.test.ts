@@ -213,8 +213,8 @@ describeOnKnative("Knative Serving's admission webhook on a cluster of its own",
             .responseStartTimeoutSeconds,
         }).toEqual({ name: ksvc.metadata.name, responseStartTimeoutSeconds: expected });
       }
-      // software-install (timeoutSeconds 600) sets its own 600: with Serving's default 300 a request
-      // could be cut before its timeoutSeconds (docs/knative.md).
+      // software-install (timeoutSeconds 600) sets its own 600: Serving's default 300 would cut an
+      // INSTALL_RUNNER=in-request install before its SSH timeouts end (docs/knative.md).
       if (admitted.has('software-install'))
         expect(admitted.get('software-install')?.spec.template.spec.responseStartTimeoutSeconds).toBe(600);
     });

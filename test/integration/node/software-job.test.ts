@@ -1,6 +1,6 @@
 /**
  * The install Job on the one-machine cluster, end to end (contract section 11): a Software
- * applied -> software-install creates the install Job (the only install runner), its
+ * applied -> software-install (INSTALL_RUNNER=job, the default) creates the install Job, its
  * ServiceAccount, Role and RoleBinding -> Kubernetes' own Job controller (kube-controller-manager)
  * makes its pod -> the node (OUR IMITATION of a kubelet: the pod is a local process, in a network
  * namespace of its own) runs the image's install entry point, mapped in local/node/images.yaml to
@@ -162,18 +162,14 @@ beforeAll(async () => {
   await readyCluster(realNamespace, 'real', debian.hosts[0]!.ip, debian.privateKey);
   await readyCluster(stuckNamespace, 'stuck', lab.ip, silent.privateKey);
   // software-install itself runs in this process (as the tests' functions do); its Jobs on the node.
-  harness = new ChainHarness(
-    cluster.kubeConfig,
-    {
-      SSH_USER: 'root',
-      SSH_PORT: String(debian.port),
-      INSTALL_ATTEMPTS: '1',
-      INSTALL_JOB_DEADLINE_SECONDS: String(deadlineSeconds),
-      SWEEP_NAMESPACES: `${realNamespace},${stuckNamespace}`,
-    },
-    // The node runs the Jobs here.
-    { runInstallJobs: false },
-  );
+  harness = new ChainHarness(cluster.kubeConfig, {
+    INSTALL_RUNNER: 'job',
+    SSH_USER: 'root',
+    SSH_PORT: String(debian.port),
+    INSTALL_ATTEMPTS: '1',
+    INSTALL_JOB_DEADLINE_SECONDS: String(deadlineSeconds),
+    SWEEP_NAMESPACES: `${realNamespace},${stuckNamespace}`,
+  });
   await harness.start([softwareInstall]);
 }, 600_000);
 

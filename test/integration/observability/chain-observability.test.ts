@@ -118,15 +118,16 @@ beforeAll(async () => {
     logFile: join(dir, 'stack.log'),
     logLevel: 'info',
     // BareMetalHosts live in A; B's Provisioning names the same lab hosts, once A is gone.
-    // The install runs in its Job on the node (the lab's hosts are on the node's network):
-    // software-install answers cluster.ready with 204 and announces the Job's outcome on the
-    // Software's update.
+    // The install in the request: this suite counts software-install's reply to cluster.ready
+    // (the Job path, where that answer is 204 and the Job reports later, is test/e2e/demo.test.ts
+    // and test/integration/node/software-job.test.ts).
     functionsEnv: {
       ...lab.functionsEnv,
       SWEEP_NAMESPACES: `${namespace},${traceNamespace}`,
       FUNCTIONS_NAMESPACE: stackNamespace,
       // Every posted ping sweeps (the one-sweep-per-interval rule has its own tests).
       SWEEP_INTERVAL_SECONDS: '0',
+      INSTALL_RUNNER: 'in-request',
     },
   });
 }, 300_000);
@@ -328,9 +329,7 @@ describe('metrics after the chain run', () => {
 
     const software = await scrapeFunction('software-install');
     expect(invocations(software, 'software-install', SourceEventTypes.resourceAdd, 'ok')).toEqual(both);
-    expect(invocations(software, 'software-install', EventTypes.clusterReady, 'ok')).toEqual(both);
-    // The install Job's status write, announced (software.installed) on the Software's update.
-    expect(invocations(software, 'software-install', SourceEventTypes.resourceUpdate, 'reply')).toEqual(both);
+    expect(invocations(software, 'software-install', EventTypes.clusterReady, 'reply')).toEqual(both);
     // No function reports another's name, and nothing failed besides the poison event.
     for (const [name, metrics] of [
       ['host-lookup', hostLookup],
@@ -367,9 +366,10 @@ describe('metrics after the chain run', () => {
     expect(sumOf(kud, 'bpa_time_to_ready_seconds_sum')).toBeGreaterThan(0);
 
     const software = await scrapeFunction('software-install');
-    // Software A: three hosts, each installed once by the Job, counted when its outcome is announced.
+    // Software A: three hosts, each installed once.
     expect(sumOf(software, 'bpa_software_host_installs_total', { outcome: 'succeeded' })).toBe(3);
     expect(sumOf(software, 'bpa_software_host_installs_total', { outcome: 'failed' })).toBe(0);
+    expect(sumOf(software, 'bpa_ssh_connect_duration_seconds_count', { outcome: 'connected' })).toBe(3);
     expect(sumOf(software, 'bpa_ssh_command_duration_seconds_count', { outcome: 'succeeded' })).toBe(3);
   });
 
@@ -395,8 +395,8 @@ describe('metrics after the chain run', () => {
     expect(dispatched('inventory-render-hosts-resolved', EventTypes.hostsResolved, '200')).toBe(2);
     expect(dispatched('kud-job-launch-inventory-rendered', EventTypes.inventoryRendered, '200')).toBe(2);
     expect(dispatched('kud-job-launch-job-update', SourceEventTypes.resourceUpdate, '200')).toBe(2);
-    // Both answered at once: A's with its install Job launched, B's with no Software to install.
-    expect(dispatched('software-install-cluster-ready', EventTypes.clusterReady, '204')).toBe(2);
+    expect(dispatched('software-install-cluster-ready', EventTypes.clusterReady, '200')).toBe(1);
+    expect(dispatched('software-install-cluster-ready', EventTypes.clusterReady, '204')).toBe(1);
     expect(dispatched('observability-recorder', EventTypes.clusterReady, '202')).toBe(2);
     // Every dispatch also has its latency buckets, up to +Inf.
     const infBuckets = sumOf(broker, 'kn_eventing_dispatch_duration_seconds_bucket', { le: '+Inf' });

@@ -22,7 +22,6 @@ import { createKudSshKeySecret, kudTestImage, releaseKudJob, waitForJobEnd } fro
 import { isStatus } from '../../../local/control-plane/index.js';
 import {
   ChainHarness,
-  followUpsOf,
   jobUpdateEvent,
   pingEvent,
   type Delivery,
@@ -59,16 +58,17 @@ export class FaultyChain {
   private late: CloudEvent<unknown>[] = [];
   /** Delivery answers >= 500 seen (and retried). */
   serverErrors = 0;
-  /** The functions' env: KUD_IMAGE is the test image that waits for finishJob unless the test names one. */
+  /** The functions' env: KUD_IMAGE is the test image that waits for finishJob unless the test names one; installs in the request. */
   private readonly env: Env;
   /** Namespaces whose KUD SSH key Secret is known to exist. */
   private readonly withSecret = new Set<string>();
   constructor(private readonly options: FaultyChainOptions) {
     // The lab's SSH hosts listen on this machine's loopback, which an install Job's pod cannot
-    // reach: ChainHarness runs the install Jobs' own code in this process (test/support/install-jobs.ts).
+    // reach: software-install installs in the request, as in ChainHarness.
     // Sweeps driven one ping at a time, as in ChainHarness: every ping sweeps.
     this.env = {
       KUD_IMAGE: kudTestImage.waits,
+      INSTALL_RUNNER: 'in-request',
       SWEEP_INTERVAL_SECONDS: '0',
       ...options.env,
     };
@@ -150,11 +150,8 @@ export class FaultyChain {
         if (what === 'drop') continue;
         if (what === 'duplicate-late') this.late.unshift(next);
         const delivery = await this.deliver(target, next);
-        // An install Job's outcome comes back on its follow-ups (ChainHarness), not on this delivery.
-        for (const done of [delivery, ...followUpsOf(delivery)]) {
-          made.push(done);
-          if (done.reply) queue.push(done.reply);
-        }
+        made.push(delivery);
+        if (delivery.reply) queue.push(delivery.reply);
       }
     }
     return made;

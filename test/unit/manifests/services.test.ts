@@ -96,13 +96,7 @@ describe('Knative Services', () => {
     expect(manifests.bpaConfig.INSTALL_JOB_IMAGE).toBe(container?.image);
     const defaults = softwareInstallConfigSchema.parse({});
     expect(container?.image?.startsWith(`${defaults.INSTALL_JOB_IMAGE}:`)).toBe(true);
-    // The in-request runner is gone (contract section 11): a leftover setting is a clear error.
-    expect(defaults.INSTALL_RUNNER).toBeUndefined();
-    expect(softwareInstallConfigSchema.parse({ INSTALL_RUNNER: 'job' }).INSTALL_RUNNER).toBe('job');
-    const leftover = softwareInstallConfigSchema.safeParse({ INSTALL_RUNNER: 'in-request' });
-    expect(leftover.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([
-      'INSTALL_RUNNER: the in-request install runner was removed: installs always run in the install Job (contract section 11); remove INSTALL_RUNNER from the environment',
-    ]);
+    expect(defaults.INSTALL_RUNNER).toBe('job');
   });
 
   it('runs the kubeconfig publisher in kud-job-launch’s own image, whatever `images:` sets', () => {

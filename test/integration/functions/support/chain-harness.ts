@@ -12,7 +12,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BatchV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { BatchV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { CloudEvent } from 'cloudevents';
 import { parseHttpEvent } from '../../../../shared/cloudevents/message.js';
 import { postEvent } from '../../../../shared/cloudevents/sink-client.js';
@@ -29,7 +29,6 @@ import {
   type RunningFunctionServer,
 } from '../../../../shared/server/function-server.js';
 import type { FunctionDefinition } from '../../../../shared/server/types.js';
-import { runInstallJobs } from '../../../support/install-jobs.js';
 import { routesFor } from './trigger-routes.js';
 
 export interface Delivery {
@@ -38,13 +37,6 @@ export interface Delivery {
   status: number;
   reply?: CloudEvent<unknown>;
   body: string;
-  /**
-   * software-install's install Jobs this delivery started, run as a node would run them
-   * (test/support/install-jobs.ts), then the Software's update each Job's status write causes,
-   * delivered to software-install as the ApiServerSource would: the install's outcome comes back
-   * on these, not on this delivery (contract section 11).
-   */
-  followUps?: Delivery[];
 }
 
 /** Collects what functions send with context.send() (the sweep), as a broker ingress would. */
@@ -103,25 +95,16 @@ export class ChainHarness {
   constructor(
     private readonly kubeConfig: KubeConfig,
     env: Env = {},
-    options: { runInstallJobs?: boolean } = {},
   ) {
     // The suites' SSH hosts listen on this machine's loopback, which an install Job's pod on the
-    // node cannot reach: the harness runs each install Job software-install creates itself (the
-    // Job's own code, as the Job's ServiceAccount; test/support/install-jobs.ts), unless a suite
-    // looks at the Job alone (runInstallJobs: false). The Job's pod runs for real on the node in
+    // node cannot reach (INSTALL_RUNNER=job, the default): software-install's SSH step runs in the
+    // request unless a suite asks for the Job path. The Job path runs for real on the node in
     // test/integration/node/software-job.test.ts and in the demo (test/e2e/demo.test.ts).
-    // One attempt per host, as the suites count commands; retries have their own suite
-    // (test/integration/functions/software-install-job.test.ts).
     // The suites drive sweeps one ping at a time: every ping sweeps (SWEEP_INTERVAL_SECONDS=0);
     // the one-sweep-per-interval rule has its own tests (test/resilience/hostile-tenant-rbac.test.ts).
-    this.env = { INSTALL_ATTEMPTS: '1', SWEEP_INTERVAL_SECONDS: '0', ...env };
-    this.runJobs = options.runInstallJobs ?? true;
+    this.env = { INSTALL_RUNNER: 'in-request', SWEEP_INTERVAL_SECONDS: '0', ...env };
   }
   private env: Env;
-  private readonly runJobs: boolean;
-  /** Install Jobs run so far (uid), and the namespaces software-install was told about. */
-  private readonly ranJobs = new Set<string>();
-  private readonly softwareNamespaces = new Set<string>();
 
   /** The functions' own namespace (cluster-name claims, kud-installer) when the env names none. */
   private ownNamespace?: string;
@@ -183,37 +166,7 @@ export class ChainHarness {
       ...(response.replyEvent ? { reply: response.replyEvent } : {}),
     };
     this.deliveries.push(delivery);
-    if (target === 'software-install' && this.runJobs) {
-      const namespace = (event.data as { metadata?: { namespace?: string } } | undefined)?.metadata
-        ?.namespace;
-      if (typeof namespace === 'string' && namespace) this.softwareNamespaces.add(namespace);
-      const followUps = await this.runInstallJobs();
-      if (followUps.length > 0) delivery.followUps = followUps;
-    }
     return delivery;
-  }
-
-  /**
-   * Runs the install Jobs not run yet in the namespaces software-install was told about, then
-   * delivers each Software's update (its status now holds the Job's outcome) to software-install.
-   */
-  async runInstallJobs(): Promise<Delivery[]> {
-    const runs = await runInstallJobs(this.kubeConfig, this.ranJobs, [...this.softwareNamespaces]);
-    const made: Delivery[] = [];
-    for (const run of runs) {
-      const live = await this.kubeConfig
-        .makeApiClient(CustomObjectsApi)
-        .getNamespacedCustomObject({
-          group: 'bpa.akraino.org',
-          version: 'v1alpha1',
-          plural: 'softwares',
-          namespace: run.args.namespace,
-          name: run.args.name,
-        })
-        .catch(() => undefined);
-      if (live) made.push(await this.deliver('software-install', sourceEvent('update', live as never)));
-    }
-    return made;
   }
 
   /**
@@ -227,10 +180,8 @@ export class ChainHarness {
       const next = queue.shift() as CloudEvent<unknown>;
       for (const target of routesFor(next).filter((name) => this.servers.has(name))) {
         const delivery = await this.deliver(target, next);
-        for (const done of [delivery, ...followUpsOf(delivery)]) {
-          made.push(done);
-          if (done.reply) queue.push(done.reply);
-        }
+        made.push(delivery);
+        if (delivery.reply) queue.push(delivery.reply);
       }
     }
     return made;
@@ -241,14 +192,6 @@ export class ChainHarness {
     return this.deliveries.flatMap((d) => (d.reply?.type === type ? [d.reply] : []));
   }
 }
-
-/** A delivery's follow-ups, theirs included, in order. */
-export const followUpsOf = (delivery: Delivery): Delivery[] =>
-  (delivery.followUps ?? []).flatMap((d) => [d, ...followUpsOf(d)]);
-
-/** The reply of a delivery to software-install, or of the install Job run it started. */
-export const installReply = (delivery: Delivery | undefined) =>
-  delivery ? [delivery, ...followUpsOf(delivery)].find((d) => d.reply)?.reply : undefined;
 
 /** What Knative's ApiServerSource (mode Resource) emits for an object. */
 export function sourceEvent(
