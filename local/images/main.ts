@@ -8,7 +8,7 @@
 //   node dist/local/images/main.js [--only a,b] [--out DIR] [--repository REPO] [--component DIR] [--knative]
 // --knative: also Knative's components from their built binaries (local/images/knative.ts), and
 // <out>/ko-images.json mapping each `ko://` import path to its image by digest.
-// Defaults: ~/.cache/bpa-functions/images, localhost/bpa-functions (names a node imports and
+// Defaults: $BPA_IMAGES_DIR or ~/.cache/bpa-functions/images, localhost/bpa-functions (names a node imports and
 // never pulls), manifests/components/images-local (gitignored).
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -47,7 +47,9 @@ export function buildProjectImages(options: ImagesOptions = {}): {
 } {
   const root = repoRoot();
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const out = options.out ?? join(cacheRoot(), 'images');
+  // BPA_IMAGES_DIR: a tree of its own (two worktrees building into one folder replace each
+  // other's archives between a build and its import).
+  const out = options.out ?? (process.env.BPA_IMAGES_DIR || join(cacheRoot(), 'images'));
   const repository = options.repository ?? 'localhost/bpa-functions';
   const bundles = readBundleManifest(root);
   log('[images] inputs: Debian roots, Node.js, pause, node_modules');
