@@ -23,10 +23,9 @@
 #   CONTAINERD_VERSION; CGO_ENABLED=0, no snapshotters but overlayfs and native), the container runtime
 #   of the real node (local/kubelet-node); override CONTAINERD_ASSETS, a directory holding all three;
 #   cache .../bpa-functions/containerd-<version>/.
-# node: kubelet and kube-proxy from the Kubernetes wrapper module (KUBERNETES_VERSION), plus `pause`,
-#   the sandbox image's only binary, compiled with `gcc -static` from Kubernetes' own
-#   build/pause/linux/pause.c in the Go module cache; override NODE_ASSETS; cache
-#   .../bpa-functions/node-<version>/.
+# node: kubelet and kube-proxy from the Kubernetes wrapper module (KUBERNETES_VERSION); override
+#   NODE_ASSETS; cache .../bpa-functions/node-<version>/. (The sandbox's `pause` is built once, by
+#   local/images/inputs.ts pauseBinary, for the node and the project's `pause` image alike.)
 # coredns: CoreDNS (github.com/coredns/coredns, COREDNS_VERSION), the real node's cluster DNS;
 #   override TEST_ASSET_COREDNS; cache .../bpa-functions/coredns-<version>/.
 # For each binary, in order of preference:
@@ -231,20 +230,12 @@ fi
 
 if [ "$set_name" = node ]; then
   if [ -n "${NODE_ASSETS:-}" ]; then
-    for name in kubelet kube-proxy pause; do
+    for name in kubelet kube-proxy; do
       [ -x "$NODE_ASSETS/$name" ] || { log "NODE_ASSETS=$NODE_ASSETS has no executable $name"; exit 1; }
     done
     log "node: using NODE_ASSETS=$NODE_ASSETS"
     echo "$NODE_ASSETS"
     exit 0
-  fi
-  if [ ! -x "$cache/pause" ]; then
-    command -v gcc >/dev/null || { log "gcc is not installed (apt-get install gcc libc6-dev): it compiles pause.c"; exit 1; }
-    # Kubernetes' own source of the sandbox process, from the module the kubelet is built from.
-    k8s_dir=$(cd "$here/kubernetes" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${KUBERNETES_VERSION}" |
-      sed -n 's/.*"Dir": "\(.*\)",/\1/p')
-    gcc -Os -static -DVERSION="${KUBERNETES_VERSION}" -o "$cache/.pause" "$k8s_dir/build/pause/linux/pause.c"
-    strip "$cache/.pause" && mv "$cache/.pause" "$cache/pause"
   fi
   node_ldflags="-s -w"
   node_major=${KUBERNETES_VERSION#v}; node_major=${node_major%%.*}
@@ -258,7 +249,7 @@ if [ "$set_name" = node ]; then
   done
   # The same wrapper module as the control plane, so its Go build cache is shared.
   [ ${#missing[@]} -eq 0 ] || build_go kubernetes kubernetes-node "${missing[*]}" -ldflags "$node_ldflags" "${pkgs[@]}"
-  log "node: kubelet kube-proxy pause in $cache"
+  log "node: kubelet kube-proxy in $cache"
   echo "$cache"
   exit 0
 fi

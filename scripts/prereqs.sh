@@ -59,7 +59,8 @@ if [ "$purpose" = test ]; then
   bash engines/build.sh gitops-check >/dev/null
   # Metal3's baremetal-operator (fixture provisioner, no Ironic) of test/integration/functions/metal3-provisioning.
   bash engines/build.sh bmo >/dev/null
-  # The real node: containerd (+ runc shim, ctr), kubelet, kube-proxy and pause, CoreDNS.
+  # The real node: containerd (+ runc shim, ctr), kubelet, kube-proxy, CoreDNS (pause.c is compiled by
+  # local/images/inputs.ts, once for the node and the `pause` image).
   bash engines/build.sh containerd >/dev/null
   bash engines/build.sh node >/dev/null
   bash engines/build.sh coredns >/dev/null

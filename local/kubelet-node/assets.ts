@@ -1,7 +1,9 @@
 /**
  * The real node's binaries: containerd, its runc v2 shim and ctr (engines/build.sh containerd),
- * kubelet, kube-proxy and pause (engines/build.sh node), CoreDNS (engines/build.sh coredns), and Debian's runc, CNI plugins, nft,
- * unshare and nsenter. build.sh answers from its per-version cache in milliseconds once built.
+ * kubelet and kube-proxy (engines/build.sh node), pause (local/images/inputs.ts pauseBinary: the one
+ * build of Kubernetes' pause.c, which the project's `pause` image carries too), CoreDNS
+ * (engines/build.sh coredns), and Debian's runc, CNI plugins, nft, unshare and nsenter. Each
+ * answers from its per-version cache in milliseconds once built.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -9,6 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { BpaError } from '../../shared/errors.js';
 import { repoRoot } from '../control-plane/repo-root.js';
+import { pauseBinary } from '../images/inputs.js';
 
 const run = promisify(execFile);
 
@@ -78,7 +81,7 @@ export async function locateNodeBinaries(): Promise<NodeBinaries> {
     ctr: join(containerdDir, 'ctr'),
     kubelet: join(nodeDir, 'kubelet'),
     kubeProxy: join(nodeDir, 'kube-proxy'),
-    pause: join(nodeDir, 'pause'),
+    pause: join(pauseBinary(repoRoot()).dir, 'pause'),
     coredns: join(corednsDir, 'coredns'),
     runc: '/usr/sbin/runc',
     cniDir: '/usr/lib/cni',
