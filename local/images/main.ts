@@ -5,9 +5,10 @@
 //   <out>/images.json              image -> reference, digest, archive
 //   <component>/kustomization.yaml the kustomize Component naming every image by digest
 // and prints each image's size and build time.
-//   node dist/local/images/main.js [--only a,b] [--out DIR] [--repository REPO] [--component DIR] [--knative]
+//   node dist/local/images/main.js [--only a,b] [--out DIR] [--repository REPO] [--component DIR] [--knative] [--tests]
 // --knative: also Knative's components from their built binaries (local/images/knative.ts), and
 // <out>/ko-images.json mapping each `ko://` import path to its image by digest.
+// --tests: also the suites' test images (local/images/test-images.ts, `bpa.local/test/<name>:1`).
 // Defaults: $BPA_IMAGES_DIR or ~/.cache/bpa-functions/images, localhost/bpa-functions (names a node imports and
 // never pulls), manifests/components/images-local (gitignored).
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { cacheRoot, debianRoot, nodeBinary, pauseBinary, runtimeModules } from '
 import { writeImagesComponent } from './overlay.js';
 import { knativeRecipes } from './knative.js';
 import { imageRecipes, readBundleManifest } from './recipes.js';
+import { buildTestImages } from './test-images.js';
 
 export interface ImagesOptions {
   only?: string[];
@@ -119,6 +121,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.ar
       repository: { type: 'string' },
       component: { type: 'string' },
       knative: { type: 'boolean' },
+      tests: { type: 'boolean' },
     },
   });
   const started = Date.now();
@@ -129,5 +132,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.ar
     ...(values.component ? { component: values.component } : {}),
     knative: values.knative === true,
   });
+  if (values.tests) buildTestImages(values.out ? { out: values.out } : {});
   process.stderr.write(`[images] done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }

@@ -14,7 +14,7 @@ import { buildOciImageTar, type LayerEntry } from './oci-layout.js';
 export const busyboxImage = 'localhost/bpa/test-busybox:1';
 
 /** The shared libraries `ldd` names for a binary (the loader included), by the path it loads them from. */
-function sharedLibraries(binary: string): string[] {
+export function sharedLibraries(binary: string): string[] {
   const out = execFileSync('ldd', [binary], { encoding: 'utf8' });
   const paths: string[] = [];
   for (const line of out.split('\n')) {
@@ -24,15 +24,18 @@ function sharedLibraries(binary: string): string[] {
   return paths;
 }
 
-/** Writes the image's tar into `dir`; returns its path and manifest digest. */
-export function writeBusyboxImage(
-  dir: string,
+/**
+ * The busybox image's files: the machine's busybox with one symlink per applet in /bin, the
+ * extra binaries, the libraries they load, /tmp and an /etc/passwd. Also the base of the suites'
+ * test images (local/images/test-images.ts), so both writers take the same files.
+ */
+export function busyboxEntries(
   binary = '/usr/bin/busybox',
   // A TLS client kube-apiserver accepts: busybox wget's own TLS fails its handshake (alert 40).
   extraBinaries = ['/usr/bin/openssl'],
-): { path: string; digest: string } {
+): LayerEntry[] {
   const applets = execFileSync(binary, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  const entries: LayerEntry[] = [
+  return [
     { path: 'bin/busybox', kind: 'file', content: readFileSync(binary), mode: 0o755 },
     ...applets
       .filter((applet) => applet !== 'busybox')
@@ -56,6 +59,15 @@ export function writeBusyboxImage(
       content: Buffer.from('root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n'),
     },
   ];
+}
+
+/** Writes the image's tar into `dir`; returns its path and manifest digest. */
+export function writeBusyboxImage(
+  dir: string,
+  binary = '/usr/bin/busybox',
+  extraBinaries = ['/usr/bin/openssl'],
+): { path: string; digest: string } {
+  const entries = busyboxEntries(binary, extraBinaries);
   const image = buildOciImageTar({ name: busyboxImage, entries, entrypoint: ['/bin/sh'] });
   const path = join(dir, 'test-busybox.oci.tar');
   writeFileSync(path, image.tar);

@@ -8,5 +8,5 @@ export { buildOciImageTar } from './oci-layout.js';
 export { importImage, pauseImageName, writePauseImage } from './images.js';
 export type { CleanupTarget } from './cleanup.js';
 export { leftovers } from './cleanup.js';
-export { busyboxImage, writeBusyboxImage } from './busybox-image.js';
+export { busyboxEntries, busyboxImage, sharedLibraries, writeBusyboxImage } from './busybox-image.js';
 export { kubeletNodeApiAddress } from './network.js';

@@ -52,6 +52,11 @@ export interface KubeletNode {
   name: string;
   addresses: NodeAddresses;
   workDir: string;
+  /**
+   * The machine's directory that is the node's `/` for hostPath volumes under /opt: the node's
+   * /opt is `<hostRoot>/opt` (sandbox.ts), e.g. KUD's /opt/kud/multi-cluster.
+   */
+  hostRoot: string;
   /** The namespace holder: `nsenter --target <pid> --net --mount` runs a command on the node. */
   sandboxPid: number;
   processes: Record<'containerd' | 'kubelet' | 'kubeProxy', { pid: number; logPath: string }> & {
@@ -232,6 +237,7 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
       name,
       addresses,
       workDir,
+      hostRoot: join(workDir, 'host'),
       sandboxPid: sandbox.pid,
       processes: {
         containerd: info(containerd),

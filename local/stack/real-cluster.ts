@@ -46,6 +46,8 @@ export async function startRealNodeCluster(options: {
   crds: CrdInput[];
   kubeconfigPath?: string;
   serviceAccountJwksUri?: string;
+  /** More OCI archives to import (the suites' test images, local/images/test-images.ts). */
+  extraImages?: string[];
   log: (line: string) => void;
 }): Promise<RealNodeCluster> {
   const { log } = options;
@@ -74,7 +76,7 @@ export async function startRealNodeCluster(options: {
     node = await startKubeletNode({
       controlPlane,
       nodeName: 'bpa-node',
-      images: [...built.images.map((i) => i.archive), busybox.path],
+      images: [...built.images.map((i) => i.archive), busybox.path, ...(options.extraImages ?? [])],
       log,
     });
     const core = controlPlane.kubeConfig.makeApiClient(CoreV1Api);

@@ -11,8 +11,8 @@
  * - it runs a pod labelled `job-name=kud-<cluster>` on another node: the publisher and the
  *   cleanup still go to the node the KUD pod ran on, and their pods' logs are not the tenant's.
  *
- * Real API server, Kubernetes' own Job controller, the run's node (local/node, OUR IMITATION of a
- * kubelet: pods are local processes) running the KUD test image kud-waits (test/fixtures/node),
+ * Real API server, Kubernetes' own Job controller, the run's node (the real node: containerd,
+ * kubelet) running the KUD test image kud-waits (test/fixtures/node, an OCI image),
  * the functions in-process (ChainHarness). Each attack is tallied as `Attacks`.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';

@@ -11,10 +11,15 @@ export const testEnv = {
   server: 'BPA_TEST_SERVER',
   /** Directory of the kube-apiserver and etcd binaries in use. */
   assetsDir: 'BPA_TEST_ASSETS_DIR',
-  /** Name of the run's node (local/node) when it runs: Jobs and pods really run. */
+  /** Name of the run's node (the real node, local/kubelet-node) when it runs: Jobs and pods really run. */
   node: 'BPA_TEST_NODE',
-  /** The node's directory that hostPath volumes are rooted in (its `/`). */
+  /**
+   * The machine's directory that hostPath volumes under /opt are rooted in (the node's /opt is
+   * `<it>/opt`: KUD's /opt/kud/multi-cluster), read and written by tests as the node's pods see it.
+   */
   nodeHostPaths: 'BPA_TEST_NODE_HOST_PATHS',
+  /** JSON: the functions' image env (KUD_IMAGE, CLEANUP_IMAGE, ...) naming images the node holds. */
+  nodeImages: 'BPA_TEST_NODE_IMAGES',
   /** Why the node does not run (one line): the run has the control plane alone. */
   noNode: 'BPA_TEST_NO_NODE',
   /** Knative Eventing's version when the global setup installed it on the run's node. */

@@ -1,9 +1,9 @@
 /**
- * What the run's node (started by the global setup, test/support/global-setup.ts) gives test
- * files: whether it runs, KUD installer images whose outcome the test chooses
- * (test/fixtures/node/images.yaml), the Secret the KUD Job mounts, and a wait for the real Job
- * controller to end a Job. Suites that need the node use describeOnNode: without root (or network
- * namespaces) they skip, saying why, instead of failing.
+ * What the run's node (the real node the global setup starts, test/support/global-setup.ts) gives
+ * test files: whether it runs, the images the functions' Jobs name (nodeImageEnv), KUD installer
+ * images whose outcome the test chooses (local/images/test-images.ts), the Secret the KUD Job
+ * mounts, and a wait for the real Job controller to end a Job. Suites that need the node use
+ * describeOnNode: without root they skip, saying why, instead of failing.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -33,8 +33,19 @@ import { defaultSshKeySecret, kudMultiClusterPath } from '../../shared/core/kud-
 import { testEnv } from './control-plane-env.js';
 
 /**
- * KUD_IMAGE values: the KUD Job's `./installer` exits 0, exits 1 after a line, never ends, or
- * waits until releaseKudJob gives it its exit code.
+ * The functions' image env on the run's node: KUD_IMAGE (the kud-stand-in), CLEANUP_IMAGE,
+ * KUBECONFIG_PUBLISHER_IMAGE and INSTALL_JOB_IMAGE naming the project's images the node holds, by
+ * digest (their defaults name ghcr.io images no node here holds). Empty without a node.
+ */
+export function nodeImageEnv(): Record<string, string> {
+  const json = process.env[testEnv.nodeImages];
+  return json ? (JSON.parse(json) as Record<string, string>) : {};
+}
+
+/**
+ * KUD_IMAGE values (test images imported into the node under these names): the KUD Job's
+ * `./installer` exits 0, exits 1 after a line, never ends, or waits until releaseKudJob gives it
+ * its exit code.
  */
 export const kudTestImage = {
   succeeds: 'bpa.local/test/kud-succeeds:1',
@@ -45,7 +56,8 @@ export const kudTestImage = {
 
 /**
  * Ends the installer of kud-waits for this namespace's cluster with the given exit code: writes
- * the release file on the node's hostPath that the KUD Job mounts (see its installer). The Job
+ * the release file on the node's hostPath that the KUD Job mounts (see its installer), where the
+ * machine sees the node's /opt. The Job
  * may be released before its pod starts; the first pod of the cluster to see the release uses it
  * up (so release a replaced Job only once its predecessor's pod is gone: waitForPodsGone).
  */

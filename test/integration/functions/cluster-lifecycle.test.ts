@@ -5,8 +5,8 @@
  * with `kubectl label --overwrite`, `bpa.akraino.org/retry`, and the finalizer (a cleanup Job
  * that succeeds, and one that cannot run: a timeout, then the finalizer goes with a Warning).
  *
- * The KUD and cleanup Jobs run on the run's node (local/node, our imitation of a kubelet) and end
- * by the real Job controller: the KUD image's installer (kud-waits, test/fixtures/node/
+ * The KUD and cleanup Jobs run on the run's node (the real node: containerd, kubelet) from images
+ * and end by the real Job controller: the KUD image's installer (kud-waits, test/fixtures/node/
  * kud-installers) exits with the code the test releases it with, the cleanup Job's `rm` runs in
  * the test shell image, and the cleanup that cannot run has an image the node does not have.
  * Nothing writes a Job's status but the Job controller.

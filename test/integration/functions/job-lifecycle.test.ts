@@ -6,12 +6,18 @@
  * a Job deleted by hand (JobMissing), a Job refused by a ValidatingAdmissionPolicy (JobRefused,
  * no loop), cancel, the deadline, the Job's progress and spec.installTimeoutSeconds.
  *
- * The KUD Jobs run on the run's node (local/node, our imitation of a kubelet) and Kubernetes' own
+ * The KUD Jobs run on the run's node (the real node: containerd, kubelet) and Kubernetes' own
  * Job controller and garbage collector decide their status: their image's installer (kud-waits,
  * test/fixtures/node/kud-installers) exits with the code the test releases it with, the deadline
- * is a real activeDeadlineSeconds, and the waiting pod is one whose Secret does not exist. Nothing
- * writes a Job's or a pod's status but those. The ValidatingAdmissionPolicy is enforced by the
- * real API server.
+ * is a real activeDeadlineSeconds, and the waiting pod is one whose image the node does not hold
+ * (the kubelet's pull fails: nothing leaves the machine). Nothing writes a Job's or a pod's status
+ * but those. The ValidatingAdmissionPolicy is enforced by the real API server.
+ *
+ * The waiting pod was one whose SSH key Secret is missing while the node was our imitation, which
+ * put `secret "..." not found` in the container's waiting message. A real kubelet leaves that
+ * pod's container waiting in ContainerCreating with no message (the why is only a FailedMount
+ * Event), so a missing image, whose ErrImagePull / ImagePullBackOff carries a message, shows the
+ * relayed reason and message instead.
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import {
@@ -54,10 +60,13 @@ const cluster = useTestCluster();
 const mac = (i: number) => `dd:00:00:00:00:${String(i).padStart(2, '0')}`;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
+/** An image no node of the run holds (no registry answers for bpa.local). */
+const absentImage = 'bpa.local/test/not-on-this-node:1';
+
 describeOnNode('the KUD Job lifecycle', () => {
   let harness: ChainHarness;
   /** The same functions, with an SSH key Secret that does not exist: the KUD pod waits. */
-  let noSecretHarness: ChainHarness;
+  let noImageHarness: ChainHarness;
   let functionsNamespace = '';
   const core = () => cluster.kubeConfig.makeApiClient(CoreV1Api);
   const batch = () => cluster.kubeConfig.makeApiClient(BatchV1Api);
@@ -126,12 +135,12 @@ describeOnNode('the KUD Job lifecycle', () => {
     };
     harness = new ChainHarness(cluster.kubeConfig, env);
     await harness.start([hostLookup, inventoryRender, kudJobLaunch]);
-    noSecretHarness = new ChainHarness(cluster.kubeConfig, { ...env, SSH_KEY_SECRET: 'absent-ssh-key' });
-    await noSecretHarness.start([hostLookup, inventoryRender, kudJobLaunch]);
+    noImageHarness = new ChainHarness(cluster.kubeConfig, { ...env, KUD_IMAGE: absentImage });
+    await noImageHarness.start([hostLookup, inventoryRender, kudJobLaunch]);
   });
   afterAll(async () => {
     await harness?.stop();
-    await noSecretHarness?.stop();
+    await noImageHarness?.stop();
     if (functionsNamespace) await deleteNamespace(cluster.kubeConfig, functionsNamespace);
   });
 
@@ -441,8 +450,8 @@ describeOnNode('the KUD Job lifecycle', () => {
   }, 180_000);
 
   it('shows the running Job’s pod, why it waits and the time left', async () => {
-    // The pod's SSH key Secret does not exist: the node, like a kubelet, keeps it waiting.
-    await start('progress', 10, {}, {}, noSecretHarness);
+    // The pod's image is not on the node: the kubelet's pull fails and keeps it waiting.
+    await start('progress', 10, {}, {}, noImageHarness);
     const pod = await waitFor(
       async () => {
         const pods = await core().listNamespacedPod({
@@ -451,9 +460,9 @@ describeOnNode('the KUD Job lifecycle', () => {
         });
         const found = pods.items[0];
         const waiting = found?.status?.containerStatuses?.[0]?.state?.waiting;
-        return waiting?.message?.includes('absent-ssh-key') ? found : undefined;
+        return waiting?.message?.includes(absentImage) ? found : undefined;
       },
-      { what: 'the pod of kud-progress waiting for its Secret', timeoutMs: 60_000, intervalMs: 250 },
+      { what: 'the pod of kud-progress waiting for its image', timeoutMs: 60_000, intervalMs: 250 },
     );
     const sweptAt = Date.now();
     await sweepKudJobLaunch();
@@ -464,9 +473,10 @@ describeOnNode('the KUD Job lifecycle', () => {
       namespace: fns(),
       pod: pod.metadata?.name,
       phase: 'Pending',
-      waitingReason: 'ContainerCreating',
-      waitingMessage: 'secret "absent-ssh-key" not found',
     });
+    // The kubelet's reason and message, relayed (it alternates between the two while it retries).
+    expect(['ErrImagePull', 'ImagePullBackOff']).toContain(progress.job?.waitingReason);
+    expect(progress.job?.waitingMessage).toContain(`"${absentImage}"`);
     expect(progress.job?.pod).toMatch(/^kud-progress-[a-z0-9]{5}$/);
     // The default deadline, 7200 s, counted from the startTime the Job controller wrote.
     const expected = 7200 - (sweptAt - new Date(startTime ?? 0).getTime()) / 1000;

@@ -1,5 +1,5 @@
 /**
- * Where the KUD Job runs (contract section 13), on the run's node (local/node, our imitation of a
+ * Where the KUD Job runs (contract section 13), on the run's node (the real node: containerd,
  * kubelet) with Kubernetes' own kube-scheduler, Job controller and garbage collector: a
  * KUD_NODE_SELECTOR no node matches leaves the pod unscheduled, and the Provisioning says so
  * (status.job: Pending, the scheduler's Unschedulable and its message, tenants cannot read the

@@ -30,6 +30,7 @@ import {
 } from '../../../../shared/server/function-server.js';
 import type { FunctionDefinition } from '../../../../shared/server/types.js';
 import { routesFor } from './trigger-routes.js';
+import { nodeImageEnv } from '../../../support/node.js';
 
 export interface Delivery {
   target: string;
@@ -102,7 +103,8 @@ export class ChainHarness {
     // test/integration/node/software-job.test.ts and in the demo (test/e2e/demo.test.ts).
     // The suites drive sweeps one ping at a time: every ping sweeps (SWEEP_INTERVAL_SECONDS=0);
     // the one-sweep-per-interval rule has its own tests (test/resilience/hostile-tenant-rbac.test.ts).
-    this.env = { INSTALL_RUNNER: 'in-request', SWEEP_INTERVAL_SECONDS: '0', ...env };
+    // The node's images first: the Jobs the functions create must name images it holds.
+    this.env = { ...nodeImageEnv(), INSTALL_RUNNER: 'in-request', SWEEP_INTERVAL_SECONDS: '0', ...env };
   }
   private env: Env;
 
