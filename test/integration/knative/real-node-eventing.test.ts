@@ -7,14 +7,16 @@
  * to Knative's event_display (its own image, a Deployment behind a ClusterIP Service) then carry
  * a CloudEvent posted to the MT broker's ingress pod: ingress -> in-memory channel dispatcher ->
  * filter -> event_display, through kube-proxy's Services and CoreDNS; the event is read back from
- * event_display's log through the kubelet. Root only (namespaces, cgroups, mounts): it skips otherwise.
+ * event_display's log through the kubelet. Then Serving's admission webhook, from its image
+ * likewise, refuses a ksvc over Serving's own timeout limit (a dry run).
+ * Root only (namespaces, cgroups, mounts): it skips otherwise.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { AppsV1Api, CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import {
   applyObjects,
   startControlPlane,
@@ -22,7 +24,11 @@ import {
   type ControlPlane,
 } from '../../../local/control-plane/index.js';
 import { knativeNamespace, type KnativeInstall } from '../../../local/knative/install.js';
-import { brokerIngressAddress, installKnativeOnRealNode } from '../../../local/knative/real-node.js';
+import {
+  brokerIngressAddress,
+  installKnativeOnRealNode,
+  installServingWebhookOnRealNode,
+} from '../../../local/knative/real-node.js';
 import {
   kubeletNodeApiAddress,
   startKubeletNode,
@@ -184,4 +190,37 @@ describeAsRoot('real Knative Eventing on the real node, from images', () => {
     expect(log).toContain('"hello": "real node"');
     expect(log).not.toContain(`${id}-other`);
   }, 360_000);
+
+  it("runs Serving's admission webhook from its image, and Serving's own limits refuse a ksvc", async () => {
+    const installed = await installServingWebhookOnRealNode({ kubeConfig: kubeConfig(), node: node! });
+    expect(installed.workloads).toEqual(['deployment/webhook']);
+    const apps = kubeConfig().makeApiClient(AppsV1Api);
+    const webhook = await apps.readNamespacedDeployment({ name: 'webhook', namespace: 'knative-serving' });
+    const container = webhook.spec?.template.spec?.containers[0];
+    expect(container?.image).toMatch(
+      /^localhost\/bpa-functions\/knative-serving-webhook@sha256:[0-9a-f]{64}$/,
+    );
+    expect(container?.imagePullPolicy).toBe('Never');
+    const ksvc = (timeoutSeconds: number) => ({
+      apiVersion: 'serving.knative.dev/v1',
+      kind: 'Service',
+      metadata: { name: 'limits' },
+      spec: { template: { spec: { timeoutSeconds, containers: [{ image: 'bpa.local/limits:1' }] } } },
+    });
+    const custom = kubeConfig().makeApiClient(CustomObjectsApi);
+    const create = (body: object) =>
+      custom.createNamespacedCustomObject({
+        group: 'serving.knative.dev',
+        version: 'v1',
+        plural: 'services',
+        namespace: 'knative-serving',
+        dryRun: 'All',
+        body,
+      });
+    // The refusal's body is JSON (escaped again) inside the client's message: `<` comes escaped.
+    await expect(create(ksvc(601))).rejects.toThrow(
+      /denied the request: validation failed: expected 0 \S+= 601 \S+= 600: spec\.template\.spec\.timeoutSeconds/,
+    );
+    await expect(create(ksvc(600))).resolves.toMatchObject({ spec: { traffic: [{ latestRevision: true }] } });
+  }, 300_000);
 });
