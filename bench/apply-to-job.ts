@@ -27,11 +27,18 @@ export async function measureApplyToJob(options: {
   runs: number;
   /** Cluster names are `<prefix>-<i>`, so two measurements in one namespace never collide. */
   prefix: string;
+  /** Where the KUD Jobs appear: the functions' namespace (docs/adr/0013-tenancy.md). Default `namespace`. */
+  jobNamespace?: string;
+  /**
+   * The Provisioning of run `i` (default: the lab's, labProvisioning). A host stays claimed by
+   * the Provisioning that named it (HostInUse for the next), so runs on hosts of their own.
+   */
+  provisioningOf?: (cluster: string, i: number) => object;
   timeoutMs?: number;
 }): Promise<ApplyToJobFigures> {
   const jobSeen = new Map<string, (at: number) => void>();
   const abort = await new Watch(options.kubeConfig).watch(
-    `/apis/batch/v1/namespaces/${options.namespace}/jobs`,
+    `/apis/batch/v1/namespaces/${options.jobNamespace ?? options.namespace}/jobs`,
     {},
     (phase, job: V1Job) => {
       if (phase === 'ADDED') jobSeen.get(job.metadata?.name ?? '')?.(performance.now());
@@ -47,7 +54,9 @@ export async function measureApplyToJob(options: {
       const kubectl = spawn('kubectl', ['--kubeconfig', options.kubeconfigPath, 'apply', '-f', '-'], {
         stdio: ['pipe', 'ignore', 'inherit'],
       });
-      kubectl.stdin.end(stringify(labProvisioning(options.namespace, cluster)));
+      kubectl.stdin.end(
+        stringify(options.provisioningOf?.(cluster, i) ?? labProvisioning(options.namespace, cluster)),
+      );
       const [code] = (await once(kubectl, 'exit')) as [number];
       if (code !== 0) throw new Error(`kubectl apply exited ${code}`);
       let timer: NodeJS.Timeout | undefined;

@@ -11,6 +11,7 @@ import { startLiveView } from '../../local/live-view/server.js';
 import { createLogger } from '../../shared/log.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { resolve } from 'node:path';
+import { followLeasesFile } from '../../local/knative/leases-configmap.js';
 import { startKnativeStack } from '../../local/knative/stack.js';
 
 const usage = `Usage: bpa dev [--kubeconfig FILE | --no-node] [--kubeconfig-out FILE] [--port N] [--leases FILE] [--replay] [--images]
@@ -23,9 +24,11 @@ sources, the four functions each on its own port, and a live view in the browser
 
 With --engine knative the events go through real Knative Eventing instead: built from its Go
 modules (engines/build.sh knative; minutes the first time), installed from its own config/ on
-the one-machine cluster's node, with manifests/ applied as \`kubectl apply -k\` would (its
-Knative Services as Deployments: Serving cannot run here; docs/knative.md). The functions run
-as pods of the node. Needs root (the node) and kubectl (kustomize).
+the one-machine cluster's real node (kubelet + containerd), with manifests/ applied as
+\`kubectl apply -k\` would (its Knative Services as Deployments: Serving cannot run here;
+docs/knative.md). Knative's components and the functions run as pods of the node, from their
+images (npm run images' own code; --leases is copied into a ConfigMap host-lookup reads).
+Needs root (the node) and kubectl (kustomize).
 
 Options:
   --engine E             embedded (default) or knative
@@ -159,29 +162,45 @@ async function runOnKnative(
   const say = (line: string) => io.stdout(`${line}\n`);
   let cluster: StackCluster | undefined;
   let liveView: Awaited<ReturnType<typeof startLiveView>> | undefined;
+  let stopLeases: (() => void) | undefined;
   const stopAll = async () => {
+    stopLeases?.();
     await liveView?.stop().catch(() => undefined);
     await cluster?.stop();
   };
   const starting = (async () => {
     say('bpa dev: starting the one-machine cluster (engine: knative)');
+    // The real node: Knative's components and the functions run from their images.
     cluster = await startStackCluster({
       node: true,
+      realNode: true,
       fallBack: false,
       ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
     });
     for (const line of describeStackCluster(cluster)) say(`  ${line}`);
-    const node = cluster.node!;
+    const node = cluster.kubeletNode!;
+    // The machine's end of the node's veth: the pods reach it, nothing off the machine does.
     liveView = await startLiveView({
-      host: node.gateway,
-      port: await firstFreePort(node.gateway, options.port ?? 8080),
+      host: node.addresses.hostIp,
+      port: await firstFreePort(node.addresses.hostIp, options.port ?? 8080),
       kubeConfig: cluster.kubeConfig,
       log: createLogger({ level: 'warn', sink: (line) => io.stderr(`${line}\n`) }),
     });
+    // A pod reads no file of this machine: the lease file goes to a ConfigMap host-lookup reads.
+    const leases = options.leases
+      ? await followLeasesFile(
+          cluster.kubeConfig,
+          resolve(options.leases),
+          { namespace: 'default', name: 'bpa-dhcp-leases', key: 'leases' },
+          say,
+        )
+      : undefined;
+    stopLeases = leases?.stop;
     const knative = await startKnativeStack({
       kubeConfig: cluster.kubeConfig,
+      node,
       log: say,
-      ...(options.leases ? { config: { LEASES_SOURCE: resolve(options.leases) } } : {}),
+      ...(leases ? { config: { LEASES_SOURCE: leases.leasesSource } } : {}),
       extraObjects: [liveViewTrigger(liveView.cloudEventsUrl)],
     });
     return knative;

@@ -257,6 +257,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--bind-address=127.0.0.1',
       // Without it the server looks for a default route, and there is none on an offline machine.
       `--advertise-address=${advertiseAddress}`,
+      // For the real node's pods: a webhook (Knative's) is called on its pod's IP, which the machine
+      // routes to the node; a ClusterIP is kube-proxy's, inside the node, and from here would take
+      // the machine's default route off the machine.
+      ...(options.advertiseAddress ? ['--enable-aggregator-routing=true'] : []),
       `--secure-port=${apiserverPort}`,
       `--cert-dir=${certDir}`,
       `--service-cluster-ip-range=${serviceClusterIpRange}`,

@@ -83,15 +83,8 @@ export function buildProjectImages(options: ImagesOptions = {}): {
     join(out, 'images.json'),
     `${JSON.stringify(Object.fromEntries(images.map((i) => [i.name, i])), null, 2)}\n`,
   );
-  // Knative's YAML names its images `ko://<import path>`, in containers and in env values alike.
   const koPathOf = new Map(knative.map((r) => [r.name, r.koPath]));
-  const pinned = (i: BuiltImage) => `${i.reference.replace(/:[^:/]*$/, '')}@${i.digest}`;
-  const koImages = images.filter((i) => koPathOf.has(i.name));
-  if (koImages.length > 0)
-    writeFileSync(
-      join(out, 'ko-images.json'),
-      `${JSON.stringify(Object.fromEntries(koImages.map((i) => [`ko://${koPathOf.get(i.name) ?? ''}`, pinned(i)])), null, 2)}\n`,
-    );
+  writeKoImages(out, images, koPathOf);
   const componentDir =
     options.component ?? (options.only ? undefined : join(root, 'manifests', 'components', 'images-local'));
   const component =
@@ -111,6 +104,57 @@ export function buildProjectImages(options: ImagesOptions = {}): {
         );
   log(`[images] ${images.length} images in ${out}${component ? `; digests in ${component}` : ''}`);
   return { images, component, out };
+}
+
+/** An image by digest, as a pod names it: `<repository>/<image>@<digest>`. */
+export const pinnedReference = (i: BuiltImage) => `${i.reference.replace(/:[^:/]*$/, '')}@${i.digest}`;
+
+/**
+ * Knative's YAML names its images `ko://<import path>`, in containers and in env values alike:
+ * `<out>/ko-images.json` maps each to its image by digest. Resolves with that map.
+ */
+function writeKoImages(
+  out: string,
+  images: BuiltImage[],
+  koPathOf: Map<string, string>,
+): Record<string, string> {
+  const koImages = Object.fromEntries(
+    images
+      .filter((i) => koPathOf.has(i.name))
+      .map((i) => [`ko://${koPathOf.get(i.name) ?? ''}`, pinnedReference(i)]),
+  );
+  if (Object.keys(koImages).length > 0)
+    writeFileSync(join(out, 'ko-images.json'), `${JSON.stringify(koImages, null, 2)}\n`);
+  return koImages;
+}
+
+/**
+ * Knative's images alone (those engines/build.sh has built binaries for), into the same folder
+ * as `npm run images` (its layout index keeps the other images; images.json and the Component
+ * are left as they are): what a real node imports to run Knative's config/ (local/knative/real-node.ts).
+ */
+export function buildKnativeImages(
+  options: { out?: string; repository?: string; log?: (line: string) => void } = {},
+): {
+  images: BuiltImage[];
+  /** `ko://<import path>` -> `localhost/bpa-functions/knative-…@<digest>`. */
+  koImages: Record<string, string>;
+  out: string;
+} {
+  const log = options.log ?? (() => undefined);
+  const out = options.out ?? (process.env.BPA_IMAGES_DIR || join(cacheRoot(), 'images'));
+  const repository = options.repository ?? 'localhost/bpa-functions';
+  const version = projectVersion(repoRoot());
+  const recipes = knativeRecipes();
+  const builder = new ImageBuilder(out);
+  const images = recipes.map((recipe) => builder.build(recipe, `${repository}/${recipe.name}:${version}`));
+  builder.writeIndex();
+  const koImages = writeKoImages(out, images, new Map(recipes.map((r) => [r.name, r.koPath])));
+  const bytes = images.reduce((sum, i) => sum + i.bytes, 0);
+  log(
+    `[images] ${images.length} Knative images (${(bytes / 2 ** 20).toFixed(0)} MiB${images.every((i) => i.cached) ? ', cached' : ''}) in ${out}`,
+  );
+  return { images, koImages, out };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {

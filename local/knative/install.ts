@@ -4,6 +4,7 @@ import { installCrds } from '../control-plane/crds.js';
 import { knativeVersions } from './binaries.js';
 import { eventingConfigObjects } from './eventing-config.js';
 import { createMissing, waitForAdmission, waitForWorkloads } from './install-steps.js';
+import { resolveKoImages } from './ko-images.js';
 
 /** Knative Eventing's own namespace (config/core/100-namespace.yaml). */
 export const knativeNamespace = 'knative-eventing';
@@ -26,6 +27,12 @@ export interface KnativeInstallOptions {
    * `none`). Default: none, config/'s own values.
    */
   observability?: Record<string, string>;
+  /**
+   * `ko://<import path>` -> image by digest (`buildKnativeImages().koImages`, the node's imported
+   * images): config/'s `ko://` references resolved to them, as `ko resolve` would, for a real
+   * node. Absent: left as `ko://` paths (the imitation's image map runs them as binaries).
+   */
+  images?: Record<string, string>;
 }
 
 export interface KnativeInstall {
@@ -60,19 +67,24 @@ function withConfigKeys(
 /**
  * Installs Knative Eventing from its module's own config/ (core, in-memory channel, MT channel
  * broker), as `kubectl apply -f` of a release would, and waits until every component is ready
- * and its webhook admits objects. Runs on a cluster whose node runs Knative's images (the
- * one-machine cluster: local/node/images.yaml maps them to engines/build.sh knative's binaries).
+ * and its webhook admits objects. Runs on a cluster whose node runs Knative's images: the real
+ * node with `images` (installKnativeOnRealNode, real-node.ts, imports them first), or the
+ * imitation, whose local/node/images.yaml maps the `ko://` paths to engines/build.sh's binaries.
  */
 export async function installKnativeEventing(options: KnativeInstallOptions): Promise<KnativeInstall> {
   const log = options.log ?? quiet;
   const started = Date.now();
   const timeoutMs = options.timeoutMs ?? 300_000;
   const version = knativeVersions().eventing;
-  const objects = withConfigKeys(
+  const configured = withConfigKeys(
     withConfigKeys(eventingConfigObjects(version), 'config-features', options.features ?? {}),
     'config-observability',
     options.observability ?? {},
   );
+  const resolved = options.images ? resolveKoImages(configured, options.images) : undefined;
+  const objects = resolved?.objects ?? configured;
+  if (resolved && resolved.unresolved.length > 0)
+    log(`knative: no image for ${resolved.unresolved.join(', ')} (an env value; left as it is)`);
   const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
   const rest = objects.filter((o) => o.kind !== 'CustomResourceDefinition');
   log(

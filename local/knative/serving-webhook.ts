@@ -5,6 +5,7 @@ import { installCrds } from '../control-plane/crds.js';
 import { knativeVersions } from './binaries.js';
 import { knativeConfigObjects } from './eventing-config.js';
 import { createMissing, waitForAdmission, waitForWorkloads } from './install-steps.js';
+import { resolveKoImages } from './ko-images.js';
 
 /** Knative Serving's own namespace (config/core/100-namespace.yaml). */
 export const servingNamespace = 'knative-serving';
@@ -48,6 +49,8 @@ export interface ServingWebhookInstallOptions {
   log?: (line: string) => void;
   /** How long the webhook gets to become ready and admitting. Default 3 minutes. */
   timeoutMs?: number;
+  /** `ko://` path -> image by digest, for a real node (as installKnativeEventing's `images`). */
+  images?: Record<string, string>;
 }
 
 export interface ServingWebhookInstall {
@@ -70,8 +73,9 @@ const defaultedKsvcSchema = z.looseObject({
  * Deployment ready, a CA bundle in each webhook configuration, then a dry-run ksvc that comes
  * back defaulted by Serving's code (`spec.traffic`). From then on, every ksvc the API server
  * receives is defaulted and validated by Serving (timeoutSeconds, containerConcurrency, ...).
- * Runs on a cluster whose node maps `ko://knative.dev/serving/cmd/webhook` to engines/build.sh
- * knative-serving's binary (local/node/images.yaml). Installing it into a cluster intercepts
+ * Runs on a real node that holds its image (`images`: installServingWebhookOnRealNode), or on
+ * the imitation, whose local/node/images.yaml maps `ko://knative.dev/serving/cmd/webhook` to
+ * engines/build.sh knative-serving's binary. Installing it into a cluster intercepts
  * every ksvc there, so the tests give it a cluster of its own.
  */
 export async function installServingWebhook(
@@ -81,7 +85,8 @@ export async function installServingWebhook(
   const started = Date.now();
   const timeoutMs = options.timeoutMs ?? 180_000;
   const version = knativeVersions().serving;
-  const objects = servingWebhookObjects(version);
+  const source = servingWebhookObjects(version);
+  const objects = options.images ? resolveKoImages(source, options.images).objects : source;
   const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
   const rest = objects.filter((o) => o.kind !== 'CustomResourceDefinition');
   log(

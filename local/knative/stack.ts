@@ -12,7 +12,9 @@ import { onboardNamespace } from '../control-plane/tenant.js';
 import { repoRoot } from '../control-plane/repo-root.js';
 import { waitFor } from '../control-plane/wait.js';
 import { ensureKnativeBinaries } from './binaries.js';
-import { installKnativeEventing, type KnativeInstall } from './install.js';
+import { installKnativeEventing, knativeNamespace, type KnativeInstall } from './install.js';
+import { releasedImageName, resolveKoImages } from './ko-images.js';
+import { brokerIngressAddress, installKnativeOnRealNode, type ImageImporter } from './real-node.js';
 import { servingOverlay } from './serving-overlay.js';
 
 /** The Knative kinds whose Ready condition says the chain is wired (what `kubectl get` shows READY of). */
@@ -53,6 +55,14 @@ export interface KnativeStackOptions {
   observability?: Record<string, string>;
   /** Kustomize components of the manifests applied with them, by name (`event-authorization`). */
   components?: readonly string[];
+  /**
+   * The real node (local/kubelet-node) the cluster runs on: Knative's images are imported into it
+   * and its config/ resolved to them (installKnativeOnRealNode), the manifests get the
+   * `images-local` Component (the functions' images by digest, written by the cluster's image
+   * build) and the dead-letter sink Knative's event_display image. Absent: the imitation, whose
+   * image map runs `ko://` and ghcr.io names as binaries.
+   */
+  node?: ImageImporter;
 }
 
 export interface KnativeStack {
@@ -63,7 +73,10 @@ export interface KnativeStack {
   notes: string[];
   /** `<kind> <namespace>/<name>` of every Knative object, all Ready. */
   ready: string[];
-  /** The MT broker's ingress as this machine reaches it (its ClusterIP), for `bpa send`. */
+  /**
+   * The MT broker's ingress as this machine reaches it, for `bpa send`: its ClusterIP on the
+   * imitation; on the real node its pod's address (ClusterIPs are kube-proxy's, inside the node).
+   */
   ingressBase: string;
   readyAfterMs: number;
 }
@@ -166,16 +179,30 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
   const started = Date.now();
   const log = options.log ?? (() => undefined);
   const timeoutMs = options.timeoutMs ?? 300_000;
-  await ensureKnativeBinaries('knative', { onProgress: (line) => log(line) });
-  const install = await installKnativeEventing({
+  const installOptions = {
     kubeConfig: options.kubeConfig,
     log,
     timeoutMs,
     ...(options.features ? { features: options.features } : {}),
     ...(options.observability ? { observability: options.observability } : {}),
-  });
+  };
+  let install: KnativeInstall;
+  let images: Record<string, string> | undefined;
+  if (options.node) {
+    const real = await installKnativeOnRealNode({ ...installOptions, node: options.node });
+    install = real;
+    const eventDisplay = 'ko://knative.dev/eventing/cmd/event_display';
+    images = real.images[eventDisplay]
+      ? { [releasedImageName(eventDisplay)]: real.images[eventDisplay] }
+      : {};
+  } else {
+    await ensureKnativeBinaries('knative', { onProgress: (line) => log(line) });
+    install = await installKnativeEventing(installOptions);
+  }
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
-  const rendered = servingOverlay(renderManifests(manifestsDir, options.config, options.components));
+  const components = [...(options.components ?? []), ...(options.node ? ['images-local'] : [])];
+  const manifests = renderManifests(manifestsDir, options.config, components);
+  const rendered = servingOverlay(images ? resolveKoImages(manifests, images).objects : manifests);
   // As on the embedded engine (local/stack/index.ts): an extra object without a namespace goes where the
   // manifests' Broker is, not to `default` (where no Broker would serve a Trigger).
   const installNamespace = rendered.objects.find((o) => o.kind === 'Broker')?.metadata?.namespace;
@@ -221,7 +248,9 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
       waitForReady(options.kubeConfig, ref, timeoutMs).then(() => `${ref.kind} ${ref.namespace}/${ref.name}`),
     ),
   );
-  const ingress = await core.readNamespacedService({ name: 'broker-ingress', namespace: 'knative-eventing' });
+  const ingressBase = options.node
+    ? await brokerIngressAddress(options.kubeConfig)
+    : `http://${(await core.readNamespacedService({ name: 'broker-ingress', namespace: knativeNamespace })).spec?.clusterIP ?? '127.0.0.1'}`;
   const readyAfterMs = Date.now() - started;
   log(`knative: the chain is ready after ${(readyAfterMs / 1000).toFixed(1)} s`);
   return {
@@ -229,7 +258,7 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
     objects: overlay.objects,
     notes: overlay.notes,
     ready: ready.sort(),
-    ingressBase: `http://${ingress.spec?.clusterIP ?? '127.0.0.1'}`,
+    ingressBase,
     readyAfterMs,
   };
 }
