@@ -8,7 +8,8 @@ const usage = `Usage: bpa demo [--engine embedded|knative] [--no-node] [--port N
 
 Runs the whole chain on this machine against a lab of three hosts, and explains each step:
   1. the one-machine cluster (bpa cluster): etcd, kube-apiserver, kube-controller-manager,
-     kube-scheduler and the node, which runs pods as local processes;
+     kube-scheduler and a real node (containerd, kubelet, kube-proxy) with the project's
+     images (with --engine knative, for now, the node that runs pods as local processes);
   2. the lab: three BareMetalHosts with inspected NICs, a DHCP lease file, and a real OpenSSH
      sshd per host in its own network namespace on the node's network (apt-get there is
      recorded and answered, never run; nothing is installed anywhere);

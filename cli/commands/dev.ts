@@ -34,8 +34,9 @@ Options:
   --engine E             embedded (default) or knative
   --kubeconfig FILE      use this cluster's API (default: $KUBECONFIG when set, else start the
                          one-machine cluster of \`bpa cluster\`: etcd, kube-apiserver,
-                         kube-controller-manager, kube-scheduler and the node, with the
-                         project's CRDs; the KUD Job really runs, as a local process)
+                         kube-controller-manager, kube-scheduler and the real node
+                         (containerd, kubelet, kube-proxy) with the project's images and
+                         CRDs; the KUD Job really runs, from the kud-stand-in image)
   --no-node              start the control plane alone (etcd + kube-apiserver): nothing runs
                          Jobs or pods. Also what happens, said in one line, without root or
                          network namespaces
@@ -279,7 +280,14 @@ export const devCommand: CliCommand = {
     const starting = (async () => {
       if (!stackOptions.kubeconfig) {
         say(node ? 'bpa dev: starting the one-machine cluster' : 'bpa dev: starting the control plane');
-        cluster = await startStackCluster({ node, ...(kubeconfigOut ? { kubeconfigOut } : {}) });
+        // The real node (local/kubelet-node) with the project's images; without root, the
+        // control plane alone (fallback, as --no-node).
+        cluster = await startStackCluster({
+          node,
+          realNode: node,
+          ...(kubeconfigOut ? { kubeconfigOut } : {}),
+          log: (line) => say(`  ${line}`),
+        });
         if (cluster.fallback) io.stderr(`bpa dev: ${cluster.fallback}; running as with --no-node\n`);
         for (const line of describeStackCluster(cluster)) say(`  ${line}`);
       }
@@ -289,6 +297,8 @@ export const devCommand: CliCommand = {
         // On its own cluster the functions act as their ServiceAccounts of manifests/, as on a
         // cluster; with --kubeconfig, with that kubeconfig's rights (nothing is applied there).
         ...(cluster ? { kubeconfig: cluster.kubeconfigPath, serviceAccounts: { config: {} } } : {}),
+        // The Jobs' images (KUD, cleanup, publisher, install) as the real node holds them.
+        ...(cluster ? { functionsEnv: cluster.functionsEnv } : {}),
         log: say,
         onDelivery: (record) => say(formatDeliveryLine(record)),
       });

@@ -147,6 +147,8 @@ export function imageRecipes(inputs: Inputs, bundles: BundleManifest): ImageReci
           entries: () => [
             ...file('opt/kud-stand-in/installer', join(standIn, 'installer'), 0o755),
             ...file('opt/kud-stand-in/ansible.cfg', join(standIn, 'ansible.cfg'), 0o644),
+            // The stand-in playbook the installer runs with ansible-playbook, beside it.
+            ...file('opt/kud-stand-in/cluster.yml', join(standIn, 'cluster.yml'), 0o644),
           ],
         },
       ],

@@ -3,7 +3,8 @@
  * shims, which containerd's exit re-parents to PID 1, all found by the node's mount namespace;
  * container processes, in namespaces of their own, found by the node's cgroups), its cgroups
  * (depth-first: a parent is removable only once empty), the holder (so the namespaces, their tmpfs
- * and the veth go with it) and its directory. One script, run on stop and by a watchdog that waits
+ * and the veth go with it), the network namespaces of the lab hosts attached to it (named
+ * `<hostif>-*`, network.ts labAttachmentOf; their sshd processes first) and its directory. One script, run on stop and by a watchdog that waits
  * for the launcher to die: a test killed hard leaves nothing either.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -32,6 +33,14 @@ for h in /sys/fs/cgroup/*/"$cgname"; do
     [ -d "$h" ] || break
     sleep 0.2
   done
+done
+for ns in /run/netns/"$hostif"-*; do
+  [ -e "$ns" ] || continue
+  ino=$(stat -L -c %i "$ns")
+  for p in /proc/[0-9]*; do
+    [ "$(stat -L -c %i "$p/ns/net" 2>/dev/null)" = "$ino" ] && kill -KILL "\${p#/proc/}" 2>/dev/null
+  done
+  ip netns delete "\${ns##*/}" 2>/dev/null
 done
 ip link delete "$hostif" 2>/dev/null
 rm -rf "$work"
@@ -76,6 +85,7 @@ export function leftovers(target: CleanupTarget): string[] {
       `for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$1" ] && echo "process \${p#/proc/}"; done
 for h in /sys/fs/cgroup/*/"$2"; do [ -d "$h" ] && echo "cgroup $h"; done
 ip link show "$3" >/dev/null 2>&1 && echo "link $3"
+for ns in /run/netns/"$3"-*; do [ -e "$ns" ] && echo "network namespace $ns"; done
 [ -e "$4" ] && echo "directory $4"
 exit 0`,
       'leftovers',

@@ -10,3 +10,4 @@ export type { CleanupTarget } from './cleanup.js';
 export { leftovers } from './cleanup.js';
 export { busyboxEntries, busyboxImage, sharedLibraries, writeBusyboxImage } from './busybox-image.js';
 export { kubeletNodeApiAddress } from './network.js';
+export type { LabAttachment } from './network.js';

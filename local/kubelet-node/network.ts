@@ -3,7 +3,10 @@
  * pair `bkn<i>` (the machine's end, 10.249.<i>.1/30) to `eth0` in the node's network namespace
  * (10.249.<i>.2, the node's InternalIP), and 10.248.<i>.0/24 for its pods. The kernel here has no
  * `dummy` device, hence a veth; the pair goes away with the namespace. No default route in the node:
- * nothing a pod sends can leave the machine.
+ * nothing a pod sends can leave the machine. Machines of a lab (sshd hosts in network namespaces of
+ * their own, local/lab/lab-network.ts) attach to the bridge `lab0` in the node's namespace, on
+ * 10.247.<i>.0/24 (the node is .1): pods reach them through their default route (the node), the
+ * machine through its route via the node, and they reach only those two (see labAttachmentOf).
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -24,7 +27,34 @@ export interface NodeAddresses {
   podCidr: string;
   /** All nodes' pod subnets: kube-proxy's clusterCIDR. */
   clusterCidr: string;
+  /** `10.247.<i>`: the /24 of the lab bridge in the node's namespace (the node is `.1`). */
+  labSubnetPrefix: string;
 }
+
+/** Where machines of a lab attach to a node: labAttachmentOf. */
+export interface LabAttachment {
+  /**
+   * A process in the node's network namespace (its holder): `nsenter --target <pid> --net`.
+   * Absent: the bridge is in this process's own namespace (the imitation, local/node).
+   */
+  nodePid?: number;
+  /** The bridge in the node's namespace the lab hosts' veths join. */
+  bridge: string;
+  /** `10.247.<i>`: the lab's /24; `.1` is the node. */
+  subnetPrefix: string;
+  gateway: string;
+  /** What a lab host routes through the gateway: the node's pods and the machine's end of its link. */
+  returnRoutes: string[];
+  /** Prefix of the lab hosts' network namespace names; the node's clean-up removes them all. */
+  netnsPrefix: string;
+  /** The node's index: tells veth names of several nodes apart. */
+  index: number;
+  /** The lowest octet a lab host may take (the real node: 2, above its own `.1`). */
+  firstHostOctet: number;
+}
+
+/** The lab bridge in the node's namespace (one per node; the name is per namespace). */
+export const labBridgeName = 'lab0';
 
 /**
  * The API server's address for pods: on the machine's end of every node's veth, relayed to
@@ -40,6 +70,7 @@ export const addressesOf = (index: number): NodeAddresses => ({
   nodeIp: `10.249.${index}.2`,
   podCidr: `10.248.${index}.0/24`,
   clusterCidr: '10.248.0.0/16',
+  labSubnetPrefix: `10.247.${index}`,
 });
 
 /**
@@ -102,6 +133,56 @@ export async function linkNode(addresses: NodeAddresses, nsPid: number, serviceC
   await inNode(['link', 'set', 'lo', 'up']);
   await inNode(['route', 'add', serviceCidr, 'via', hostIp]);
   await inNode(['route', 'add', `${kubeletNodeApiAddress}/32`, 'via', hostIp]);
+  await linkLabBridge(addresses, nsPid);
+}
+
+/**
+ * The lab bridge: `lab0` in the node's namespace with 10.247.<i>.1/24, forwarding on in that
+ * namespace only (the CNI bridge plugin turns it on too, but only once a pod runs), and the
+ * machine's route to it through the node. Why a bridge of its own rather than the pods' cni0: the
+ * CNI plugin creates and addresses cni0 when the first pod starts and hands out its addresses, so
+ * lab hosts there would race both; on lab0 the node routes between pods and lab hosts, and a lab
+ * host's only routes lead back to the node's pods and the machine's end of the node's link.
+ */
+async function linkLabBridge(addresses: NodeAddresses, nsPid: number): Promise<void> {
+  const inNode = (file: string, args: string[]) =>
+    run('nsenter', ['--target', String(nsPid), '--net', '--', file, ...args]);
+  await inNode('ip', ['link', 'add', labBridgeName, 'type', 'bridge']);
+  await inNode('ip', ['addr', 'add', `${addresses.labSubnetPrefix}.1/24`, 'dev', labBridgeName]);
+  await inNode('ip', ['link', 'set', labBridgeName, 'up']);
+  // /proc/sys/net is the opener's network namespace: this is the node's setting, not the machine's.
+  await inNode('sh', ['-c', 'echo 1 > /proc/sys/net/ipv4/ip_forward']);
+  await run('ip', [
+    'route',
+    'add',
+    `${addresses.labSubnetPrefix}.0/24`,
+    'via',
+    addresses.nodeIp,
+    'dev',
+    addresses.hostInterface,
+    // The lab hosts route back to this address only (labAttachmentOf), not to 10.249.0.1.
+    'src',
+    addresses.hostIp,
+  ]);
+}
+
+/**
+ * Where a lab's machines attach to this node (local/lab/lab-network.ts): the node's namespace (by
+ * its holder's PID), the lab bridge and /24, the routes a lab host gets back through the node, and
+ * the prefix of the lab hosts' network namespace names (`bkn<i>-`: the node's clean-up removes
+ * every namespace with it and kills what runs there, so a killed test leaves no lab behind either).
+ */
+export function labAttachmentOf(addresses: NodeAddresses, nodePid: number): LabAttachment {
+  return {
+    nodePid,
+    bridge: labBridgeName,
+    subnetPrefix: addresses.labSubnetPrefix,
+    gateway: `${addresses.labSubnetPrefix}.1`,
+    returnRoutes: [addresses.podCidr, `${addresses.hostIp}/32`],
+    netnsPrefix: `${addresses.hostInterface}-`,
+    index: addresses.index,
+    firstHostOctet: 2,
+  };
 }
 
 /**

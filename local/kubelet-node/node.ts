@@ -22,9 +22,11 @@ import { importImage, pauseImageName, writePauseImage } from './images.js';
 import {
   claimAddresses,
   kubeletNodeApiAddress,
+  labAttachmentOf,
   linkNode,
   startApiRelay,
   useAdvertisedRelay,
+  type LabAttachment,
   type NodeAddresses,
 } from './network.js';
 import { createCgroupRoot, startSandbox } from './sandbox.js';
@@ -59,6 +61,8 @@ export interface KubeletNode {
   hostRoot: string;
   /** The namespace holder: `nsenter --target <pid> --net --mount` runs a command on the node. */
   sandboxPid: number;
+  /** Where a lab's machines attach (local/lab/lab-network.ts): the bridge lab0 in the node's namespace. */
+  lab: LabAttachment;
   processes: Record<'containerd' | 'kubelet' | 'kubeProxy', { pid: number; logPath: string }> & {
     coredns?: { pid: number; logPath: string };
   };
@@ -239,6 +243,7 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
       workDir,
       hostRoot: join(workDir, 'host'),
       sandboxPid: sandbox.pid,
+      lab: labAttachmentOf(addresses, sandbox.pid),
       processes: {
         containerd: info(containerd),
         kubelet: info(kubelet),

@@ -96,9 +96,10 @@ export async function startDemoEngine(options: DemoEngineOptions): Promise<DemoS
       ...(options.port ? { port: options.port } : {}),
       log: (line) => out.dim(line),
       onDelivery: showEvent,
-      functionsEnv: lab.functionsEnv,
+      // The Jobs' images as the real node holds them, then the lab's settings.
+      functionsEnv: { ...cluster.functionsEnv, ...lab.functionsEnv },
       // The functions act as their ServiceAccounts of manifests/, as on a cluster.
-      serviceAccounts: { config: knativeConfigOf(lab.functionsEnv) },
+      serviceAccounts: { config: knativeConfigOf({ ...cluster.functionsEnv, ...lab.functionsEnv }) },
       // The sweep is not needed for a healthy run; keep it quiet unless it is.
       pingIntervalMs: 60_000,
     }),

@@ -101,13 +101,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       timeouts.cluster,
       startStackCluster({
         node: options.node ?? true,
+        // The embedded engine runs on the real node (local/kubelet-node, with the project's
+        // images); --engine knative stays on the imitation until Knative moves (issue 24).
+        realNode: engine === 'embedded',
         ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
         ...(options.extraImageMaps ? { extraImageMaps: options.extraImageMaps } : {}),
       }),
     );
     if (cluster.fallback) out.fail(`${cluster.fallback}; running on the control plane alone (--no-node)`);
     for (const line of describeStackCluster(cluster)) out.info(line);
-    const onNode = cluster.node !== undefined;
+    const onNode = cluster.node !== undefined || cluster.kubeletNode !== undefined;
 
     out.step(2, totalSteps, 'Prepare the lab');
     lab = await withTimeout(

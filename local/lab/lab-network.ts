@@ -1,24 +1,15 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { BpaError } from '../../shared/errors.js';
-import { lastPodOctet } from '../node/network.js';
+import type { LabAttachment } from '../kubelet-node/index.js';
 
 const run = promisify(execFile);
 
-/** The part of a node's network the lab's hosts join: its bridge and /24 (see local/node/network.ts). */
-export interface NodeNetworkAttachment {
-  /** The node's bridge in this machine's root namespace (it holds the gateway `<prefix>.1`). */
-  bridge: string;
-  /** `10.244.<slot>`: the node's /24, whose gateway, node namespace and pods all answer on it. */
-  subnetPrefix: string;
-  /**
-   * Prefix of the node's network namespaces: the lab's share it, so a node's crash clean-up
-   * (which deletes every namespace with the prefix and kills what runs in it) removes them too.
-   */
-  netnsPrefix: string;
-  /** Distinguishes veth names between nodes on one machine. */
-  slotIndex: number;
-}
+/**
+ * The part of a real node's network the lab's hosts join (local/kubelet-node/network.ts
+ * labAttachmentOf): the bridge lab0 in the node's namespace, its /24, the routes back.
+ */
+export type NodeNetworkAttachment = LabAttachment;
 
 export interface LabHostNamespace {
   ip: string;
@@ -31,12 +22,13 @@ export interface LabNetwork {
 }
 
 /**
- * The lab's machines on the node's network: one network namespace per host, joined to the node's
- * bridge by a veth pair, with an address of the node's /24 and no route beyond it. So the KUD
- * Job (hostNetwork: the node's namespace), pods and this machine's root namespace (where the
- * functions run) reach the hosts, and the hosts reach nothing else. The octets are the top of the
- * /24, which the node leaves to machines on its network (its pods get .3 to .200:
- * local/node/network.ts).
+ * The lab's machines on the node's network: one network namespace per host, joined to the lab
+ * bridge in the node's namespace by a veth pair, with an address of the lab's /24 and routes only
+ * to the node's pods and the machine's end of the node's link, both through the node. So the KUD
+ * Job (hostNetwork: the node's namespace, on the bridge itself), every pod (its default route is
+ * the node, which forwards) and this machine's root namespace (where the embedded functions run;
+ * it routes the lab's /24 through the node) reach the hosts, and a host reaches nothing else: the
+ * node has no default route, so nothing a host sends leaves the machine.
  */
 export async function createLabNetwork(
   attachment: NodeNetworkAttachment,
@@ -44,28 +36,41 @@ export async function createLabNetwork(
 ): Promise<LabNetwork> {
   const hosts: LabHostNamespace[] = [];
   const remove = async () => {
+    // The veth pair goes with the namespace (its node end too).
     for (const host of hosts.splice(0)) await ip('netns', 'delete', host.netns).catch(() => undefined);
   };
-  const taken = octets.filter((octet) => !Number.isInteger(octet) || octet <= lastPodOctet || octet > 254);
-  if (taken.length > 0)
+  const first = attachment.firstHostOctet;
+  const invalid = octets.filter((octet) => !Number.isInteger(octet) || octet < first || octet > 254);
+  if (invalid.length > 0)
     throw new BpaError(
-      'LabAddressInPodRange',
-      `lab host octets ${taken.join(', ')} are not in ${lastPodOctet + 1}-254, the part of the node's /24 its pods never get`,
+      'LabAddressOutOfRange',
+      `lab host octets ${invalid.join(', ')} are not in ${first}-254 of ${attachment.subnetPrefix}.0/24 ` +
+        `(below is the node's own, or its pods')`,
       'invalid',
     );
+  const { nodePid } = attachment;
+  const inNode = (...args: string[]) =>
+    nodePid === undefined
+      ? ip(...args)
+      : exec('nsenter', ['--target', String(nodePid), '--net', '--', 'ip', ...args]);
   try {
     for (const octet of octets) {
       const netns = `${attachment.netnsPrefix}lab${octet}`;
-      const veth = `bpa${attachment.slotIndex}l${octet}`;
+      // Per node and host: the imitation's bridge is in this machine's namespace, shared by nodes.
+      const veth = `l${attachment.index}h${octet}`;
       const address = `${attachment.subnetPrefix}.${octet}`;
       await ip('netns', 'delete', netns).catch(() => undefined);
       await ip('netns', 'add', netns);
       hosts.push({ ip: address, netns });
-      await ip('link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
-      await ip('link', 'set', veth, 'master', attachment.bridge, 'up');
+      // Made inside the node's namespace, its peer moved straight into the host's (named in
+      // /run/netns, which nsenter --net alone still sees).
+      await inNode('link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns);
+      await inNode('link', 'set', veth, 'master', attachment.bridge, 'up');
       await ip('-n', netns, 'link', 'set', 'lo', 'up');
       await ip('-n', netns, 'addr', 'add', `${address}/24`, 'dev', 'eth0');
       await ip('-n', netns, 'link', 'set', 'eth0', 'up');
+      for (const route of attachment.returnRoutes)
+        await ip('-n', netns, 'route', 'add', route, 'via', attachment.gateway);
     }
     return { hosts: [...hosts], remove };
   } catch (error) {
@@ -74,11 +79,13 @@ export async function createLabNetwork(
   }
 }
 
-async function ip(...args: string[]): Promise<void> {
+const ip = (...args: string[]) => exec('ip', args);
+
+async function exec(file: string, args: string[]): Promise<void> {
   try {
-    await run('ip', args, { timeout: 30_000 });
+    await run(file, args, { timeout: 30_000 });
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new Error(`ip ${args.join(' ')}: ${stderr || String(error)}`, { cause: error });
+    throw new Error(`${file} ${args.join(' ')}: ${stderr || String(error)}`, { cause: error });
   }
 }

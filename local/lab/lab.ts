@@ -179,7 +179,7 @@ async function startOpenSshLab(
   };
 }
 
-/** The top of the node's /24, which the node leaves to machines on its network. */
+/** The lab hosts' octets on the node's lab /24 (local/lab/lab-network.ts): the top of it. */
 export const labHostOctets = (count: number) => Array.from({ length: count }, (_, i) => 251 + i);
 
 async function startSimulatedLab(

@@ -1,11 +1,13 @@
 import { resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { Env } from '../../shared/config.js';
 import { describeError } from '../../shared/errors.js';
 import { projectCrds, startControlPlane, type ControlPlane } from '../control-plane/index.js';
 import type { NodeNetworkAttachment } from '../lab/lab-network.js';
 import type { KubeletNode } from '../kubelet-node/index.js';
 import { defaultImageMapFile, startLocalCluster, type LocalCluster } from '../node/index.js';
-import { startRealNodeCluster, type RealNodeImages } from './real-cluster.js';
+import { lastPodOctet } from '../node/network.js';
+import { jobImagesEnv, startRealNodeCluster, type RealNodeImages } from './real-cluster.js';
 
 /**
  * The cluster `bpa cluster`, `bpa dev` and `bpa demo` run on: the one-machine cluster (etcd,
@@ -26,8 +28,16 @@ export interface StackCluster {
   /** The real node (local/kubelet-node) and the images imported into it, with `realNode`. */
   kubeletNode?: KubeletNode;
   images?: RealNodeImages;
-  /** Where machines of the node's network (the demo's lab hosts) attach; absent without a node. */
+  /**
+   * Where machines of the node's network (the demo's lab hosts) attach: the real node's lab bridge
+   * (local/lab/lab-network.ts); absent without the real node.
+   */
   nodeNetwork?: NodeNetworkAttachment;
+  /**
+   * Env the functions need to run Jobs on this node (the Jobs' images by the names the real node
+   * holds: jobImagesEnv); pass it to startStack's functionsEnv. Empty without the real node.
+   */
+  functionsEnv: Env;
   /** Why the node does not run although it was asked for (one line, from the node's preflight). */
   fallback?: string;
   /** Milliseconds from the call to everything ready. */
@@ -92,6 +102,8 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
         controlPlane,
         kubeletNode: real.node,
         images: real.images,
+        nodeNetwork: real.node.lab,
+        functionsEnv: jobImagesEnv(real.images.references),
         readyMs: Date.now() - started,
         exited: controlPlane.exited,
         stop: () => real.stop(),
@@ -115,12 +127,18 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
         server: controlPlane.server,
         controlPlane,
         node,
+        // The imitation's bridge is in this process's namespace (no nodePid); lab hosts share the
+        // pods' /24 above their addresses, so need no routes.
         nodeNetwork: {
           bridge: node.slot.bridge,
           subnetPrefix: node.slot.podSubnetPrefix,
+          gateway: `${node.slot.podSubnetPrefix}.1`,
+          returnRoutes: [],
           netnsPrefix: node.slot.netnsPrefix,
-          slotIndex: node.slot.index,
+          index: node.slot.index,
+          firstHostOctet: lastPodOctet + 1,
         },
+        functionsEnv: {},
         readyMs: Date.now() - started,
         exited: controlPlane.exited,
         stop: () => cluster.stop(),
@@ -138,6 +156,7 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
     server: controlPlane.server,
     controlPlane,
     ...(fallback ? { fallback } : {}),
+    functionsEnv: {},
     readyMs: Date.now() - started,
     exited: controlPlane.exited,
     stop: () => controlPlane.stop(),

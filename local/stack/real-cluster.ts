@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
+import type { Env } from '../../shared/config.js';
 import { BpaError } from '../../shared/errors.js';
 import { startControlPlane, waitFor, type ControlPlane, type CrdInput } from '../control-plane/index.js';
 import { buildProjectImages } from '../images/main.js';
@@ -20,6 +21,29 @@ export interface RealNodeImages {
   references: Record<string, string>;
   /** Milliseconds spent building them, or finding them in the cache (importing is in the node's timings). */
   buildMs: number;
+}
+
+/**
+ * The Jobs' images for functions that run beside the real node (the embedded stack's host
+ * processes): bpa-config's KUD_IMAGE, CLEANUP_IMAGE, KUBECONFIG_PUBLISHER_IMAGE and
+ * INSTALL_JOB_IMAGE as the images-local Component sets them in the manifests
+ * (manifests/image-fields.yaml), i.e. by the digest the node holds. The functions' own defaults name
+ * ghcr.io/bpa-functions/*, which the node does not hold and never pulls.
+ */
+export function jobImagesEnv(references: Record<string, string>): Env {
+  const reference = (image: string) => {
+    const found = references[image];
+    if (!found) throw new BpaError('NodeStartFailed', `the real node holds no ${image} image`, 'internal');
+    return found;
+  };
+  return {
+    KUD_IMAGE: reference('kud-stand-in'),
+    CLEANUP_IMAGE: reference('cleanup'),
+    // The publisher is kud-job-launch's image (dist/bundle/kubeconfig-publisher.mjs in it).
+    KUBECONFIG_PUBLISHER_IMAGE: reference('kud-job-launch'),
+    // The install Job is software-install's image (dist/bundle/software-install-job.mjs in it).
+    INSTALL_JOB_IMAGE: reference('software-install'),
+  };
 }
 
 export interface RealNodeCluster {

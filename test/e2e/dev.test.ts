@@ -1,12 +1,12 @@
 /**
  * `bpa dev` as a real process on the one-machine cluster (real etcd, kube-apiserver,
- * kube-controller-manager, kube-scheduler; the node, OUR IMITATION of a kubelet), driven with
- * kubectl: a Provisioning becomes a KUD Job run by the real Job controller, whose container, the
- * KUD installer stand-in, fails on the host's documentation address (never reached: the node's
- * networks have no route off the machine). The broker is the embedded one (OUR IMITATION of
- * Knative Eventing's broker: `bpa dev --engine knative` runs the real one, tested by the chain
- * suites on both engines, test/integration/chain). The node is our kubelet imitation until issue 24
- * replaces it with a real kubelet. Needs root.
+ * kube-controller-manager, kube-scheduler; the real node, local/kubelet-node: kubelet, containerd,
+ * kube-proxy, with the project's images), driven with kubectl: a Provisioning becomes a KUD Job
+ * run by the real Job controller, whose container, the kud-stand-in image (the KUD installer
+ * stand-in), fails on the host's documentation address (never reached: the node has no route off
+ * the machine). The broker is the embedded one (OUR IMITATION of Knative Eventing's broker:
+ * `bpa dev --engine knative` runs the real one, tested by the chain suites on both engines,
+ * test/integration/chain). Needs root.
  */
 import { describe, expect, it } from '@jest/globals';
 import { execFile, spawn } from 'node:child_process';
@@ -27,7 +27,7 @@ const run = promisify(execFile);
 
 /**
  * Env of the child: no test cluster, so `bpa dev` starts its own one-machine cluster (control
- * plane, Kubernetes' controllers and the node, OUR IMITATION of a kubelet; needs root).
+ * plane, Kubernetes' controllers and the real node; needs root).
  */
 function isolatedEnv(): NodeJS.ProcessEnv {
   // host-lookup reads BareMetalHosts from BMH_NAMESPACE only (shipped default: metal3).
@@ -96,7 +96,9 @@ describe('bpa dev (a real process)', () => {
       await output.waitFor(/^ready: /m, 240_000);
       // On the one-machine cluster: the controllers and the node run.
       expect(output.stdout).toMatch(/kube-controller-manager\s+pid \d+/);
-      expect(output.stdout).toMatch(/node\s+bpa-node: pods in 10\.244\.\d+\.0\/24/);
+      expect(output.stdout).toMatch(
+        /node\s+bpa-node \(real: containerd, kubelet, kube-proxy, CoreDNS\) at 10\.249\.\d+\.2: pods in 10\.248\.\d+\.0\/24/,
+      );
       expect(output.stdout).toContain(`broker`);
       expect(output.stdout).toMatch(new RegExp(`http://127\\.0\\.0\\.1:\\d+/bpa-system/default`));
       expect(output.stdout).toMatch(/live view\s+http:\/\/127\.0\.0\.1:\d+\//);

@@ -3,8 +3,9 @@
  * a Provisioning runs through the embedded stack while the page is open; the page must show
  * each condition turning True and the events arriving, and show an event's data on click. The
  * stack runs on its own one-machine cluster, so the KUD Job is run by Kubernetes' Job controller on
- * the node (OUR IMITATION of a kubelet), its container the KUD installer stand-in pinging the lab's
- * real sshd hosts on the node's network. Needs root.
+ * the real node (local/kubelet-node: kubelet + containerd), its container the project's
+ * kud-stand-in image (real ansible-playbook) reaching the lab's real sshd hosts on the node's lab
+ * bridge. Needs root.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -37,14 +38,15 @@ let dir: string;
 beforeAll(async () => {
   if (!existsSync(chromiumPath)) throw new Error(`${chromiumPath} is missing: apt-get install -y chromium`);
   dir = mkdtempSync(join(tmpdir(), 'bpa-live-view-'));
-  stackCluster = await startStackCluster({ fallBack: false });
+  stackCluster = await startStackCluster({ fallBack: false, realNode: true });
   lab = await startLab({ namespace, network: stackCluster.nodeNetwork! });
   stack = await startStack({
     kubeconfig: stackCluster.kubeconfigPath,
     port: await freeLoopbackPort(),
     log: () => undefined,
     logFile: join(dir, 'stack.log'),
-    functionsEnv: lab.functionsEnv,
+    // The Jobs' images as the real node holds them, then the lab's settings.
+    functionsEnv: { ...stackCluster.functionsEnv, ...lab.functionsEnv },
   });
   await lab.applyToCluster(stack.kubeConfig);
   browser = await chromium.launch({

@@ -1,11 +1,15 @@
 /**
- * A test file's own one-machine cluster (local/stack/cluster.ts): etcd, kube-apiserver,
- * kube-controller-manager, kube-scheduler and the node (OUR IMITATION of a kubelet), in a slot of
- * its own, with the project's CRDs and one namespace for the file. Jobs and pods really run; the
- * node's network is where the lab's sshd hosts attach. Same fields as useTestCluster. Needs root.
+ * A test file's own one-machine cluster (local/stack/cluster.ts with realNode): etcd,
+ * kube-apiserver, kube-controller-manager, kube-scheduler and a real node (local/kubelet-node:
+ * containerd, kubelet, kube-proxy, CoreDNS) with the project's images (`npm run images`' build,
+ * cached), an index of its own, the project's CRDs and one namespace for the file. Jobs and pods
+ * really run, from the images; the node's lab bridge is where the lab's sshd hosts attach
+ * (`nodeNetwork`), and `functionsEnv` names the Jobs' images as the node holds them. Same fields
+ * as useTestCluster. Needs root (set BPA_IMAGES_DIR when several trees build images at once).
  */
 import { basename } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { Env } from '../../shared/config.js';
 import { createNamespace, uniqueNamespaceName } from '../../local/control-plane/index.js';
 import type { NodeNetworkAttachment } from '../../local/lab/lab-network.js';
 import { startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
@@ -16,6 +20,8 @@ export interface NodeTestCluster {
   server: string;
   namespace: string;
   nodeNetwork: NodeNetworkAttachment;
+  /** The Jobs' images by the names the node holds: spread into the stack's functionsEnv. */
+  functionsEnv: Env;
   stackCluster: StackCluster;
   /** Stops the cluster: call it last in the file's afterAll, after what uses the cluster. */
   stop(): Promise<void>;
@@ -41,7 +47,14 @@ export function useNodeCluster(
   };
 
   beforeAll(async () => {
-    const cluster = await startStackCluster({ fallBack: false, node: options.node ?? true });
+    const started = Date.now();
+    const node = options.node ?? true;
+    const cluster = await startStackCluster({ fallBack: false, node, realNode: node });
+    if (node)
+      process.stderr.write(
+        `[node-cluster] real node ${cluster.kubeletNode?.name} ready in ${((Date.now() - started) / 1000).toFixed(1)} s ` +
+          `(images ${((cluster.images?.buildMs ?? 0) / 1000).toFixed(1)} s, node Ready ${((cluster.kubeletNode?.timings.readyMs ?? 0) / 1000).toFixed(1)} s)\n`,
+      );
     const testFile = expect.getState().testPath;
     const prefix =
       options.namespacePrefix ?? (testFile ? basename(testFile).replace(/\.test\.ts$/, '') : 'test');
@@ -64,6 +77,9 @@ export function useNodeCluster(
     },
     get nodeNetwork() {
       return ready().cluster.nodeNetwork!;
+    },
+    get functionsEnv() {
+      return ready().cluster.functionsEnv;
     },
     get stackCluster() {
       return ready().cluster;

@@ -1,16 +1,16 @@
 /**
  * Grow and shrink a Ready cluster (contract section 14), end to end on the one-machine cluster: the
  * embedded stack's functions launch each KUD Job, Kubernetes' own Job controller runs it on the
- * node (OUR IMITATION of a kubelet: pods are local processes), and the KUD installer STAND-IN
+ * real node (local/kubelet-node: kubelet + containerd) from the kud-stand-in image, the KUD installer STAND-IN
  * (local/kud-stand-in: real Ansible reads the inventory and pings every host over SSH, and judges
  * the --scale and --remove-node paths against the cluster it recorded; it installs nothing) runs
- * against real OpenSSH hosts in network namespaces (local/lab).
+ * against real OpenSSH hosts in network namespaces on the node's lab bridge (local/lab).
  * The drain goes through the cluster's kubeconfig as published (the Secret
  * <cluster>-admin-kubeconfig, from admin.conf on the node): since the stand-in installs no
  * Kubernetes, the test makes it write the test's own API server's kubeconfig as admin.conf
  * (KUD_STAND_IN_ADMIN_CONF), so the "installed cluster" is this control plane, where the removed
  * worker's Node is a Node object WITHOUT a kubelet (an imitation) carrying one pod: the cordon and
- * the eviction are the real API server's. Starts its own cluster (its own slot). Needs root.
+ * the eviction are the real API server's. Starts its own cluster (its own node index). Needs root.
  */
 import { mkdir, readFile, rm, writeFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -44,7 +44,7 @@ const name = 'grow';
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bpa-grow-shrink-'));
-  cluster = await startStackCluster({ fallBack: false });
+  cluster = await startStackCluster({ fallBack: false, realNode: true });
   network = await createLabNetwork(cluster.nodeNetwork!, [231, 232, 233]);
   const [a, b, c] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
   sshd = await startSshHosts({
@@ -74,11 +74,13 @@ beforeAll(async () => {
     sshKey: sshd,
     dir,
     namespacePrefix: 'grow-shrink',
-    functionsEnv: { KUD_ACTIVE_DEADLINE_SECONDS: '120' },
+    // The Jobs' images as the real node holds them.
+    functionsEnv: { ...cluster.functionsEnv, KUD_ACTIVE_DEADLINE_SECONDS: '120' },
   }));
   // The installed cluster's kubeconfig is this control plane's: the stand-in writes it as admin.conf.
-  // The KUD pod sees the node's hostPath /opt/kud/multi-cluster, so the file goes there.
-  const onNode = join(cluster.node!.workDir, 'host-paths/opt/kud/multi-cluster/.test');
+  // The KUD pod sees the node's hostPath /opt/kud/multi-cluster (the node's own /opt, in its mount
+  // namespace), so the file goes there.
+  const onNode = `/proc/${cluster.kubeletNode!.sandboxPid}/root/opt/kud/multi-cluster/.test`;
   await mkdir(onNode, { recursive: true });
   await writeFile(join(onNode, 'admin.conf'), await readFile(cluster.kubeconfigPath), { mode: 0o600 });
   await apply({

@@ -1,13 +1,15 @@
 /**
  * The new cluster's kubeconfig Secret (contract section 10), published for real on the
  * one-machine cluster: the stack's kud-job-launch launches the KUD Job, Kubernetes' own Job
- * controller runs it on the node (OUR IMITATION of a kubelet: pods are local processes), the KUD
- * installer STAND-IN (local/kud-stand-in: real Ansible pings real OpenSSH hosts in network
- * namespaces; it installs nothing) writes a clearly marked admin.conf where KUD writes it, under
- * the node's hostPath, and the publisher Job (the functions' own image, mapped by
- * local/node/images.yaml to dist/bundle/kubeconfig-publisher.mjs) runs in the functions' namespace
- * with no API token and prints it as one framed line; kud-job-launch reads that log, writes the
- * Secret and deletes the publisher Job (docs/adr/0009). Nothing patches a Job's status here. Starts its own cluster (its own slot). Needs root.
+ * controller runs it on the real node (local/kubelet-node: kubelet + containerd) from the
+ * project's kud-stand-in image (the KUD installer STAND-IN, local/kud-stand-in: real
+ * ansible-playbook reaches real OpenSSH hosts in network namespaces on the node's lab bridge; it
+ * installs nothing), which writes a clearly marked admin.conf where KUD writes it, under the node's
+ * hostPath /opt/kud/multi-cluster (the node's own /opt, read here through its holder's root), and
+ * the publisher Job (kud-job-launch's own image, dist/bundle/kubeconfig-publisher.mjs in it) runs
+ * in the functions' namespace with no API token and prints it as one framed line; kud-job-launch
+ * reads that log, writes the Secret and deletes the publisher Job (docs/adr/0009). Nothing patches
+ * a Job's status here. Starts its own cluster (its own node index). Needs root.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -44,7 +46,7 @@ let second: LabHost;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bpa-kubeconfig-node-'));
-  cluster = await startStackCluster({ fallBack: false });
+  cluster = await startStackCluster({ fallBack: false, realNode: true });
   network = await createLabNetwork(cluster.nodeNetwork!, [241, 242]);
   const [a, b] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
   sshd = await startSshHosts({
@@ -77,7 +79,8 @@ beforeAll(async () => {
     sshKey: sshd,
     dir,
     namespacePrefix: 'kubeconfig-node',
-    functionsEnv: { KUD_ACTIVE_DEADLINE_SECONDS: '120' },
+    // The Jobs' images as the real node holds them.
+    functionsEnv: { ...cluster.functionsEnv, KUD_ACTIVE_DEADLINE_SECONDS: '120' },
   }));
 }, 300_000);
 
@@ -186,9 +189,9 @@ describe('the kubeconfig Secret, published on the node', () => {
     expect(live.status?.kubeconfigSecret).toBe('edge-k-admin-kubeconfig');
     expect(conditionOf(live, 'Ready')).toMatchObject({ status: 'True' });
 
-    // The bytes KUD's stand-in wrote on the node, under the node's hostPath root.
+    // The bytes KUD's stand-in wrote on the node, in the node's mount namespace (its own /opt).
     const onNode = await readFile(
-      join(cluster.node!.workDir, 'host-paths/opt/kud/multi-cluster/edge-k/artifacts/admin.conf'),
+      `/proc/${cluster.kubeletNode!.sandboxPid}/root/opt/kud/multi-cluster/edge-k/artifacts/admin.conf`,
       'utf8',
     );
     expect(onNode).toContain('STAND-IN admin.conf');

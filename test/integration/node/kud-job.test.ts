@@ -1,19 +1,18 @@
 /**
  * The KUD Job on the one-machine cluster, end to end: the embedded stack's functions launch it,
  * Kubernetes' own Job controller and garbage collector (kube-controller-manager) run it and
- * clean up after it, and the node (OUR IMITATION of a kubelet: pods are local processes) runs its
- * container, whose image maps to the KUD installer STAND-IN (local/kud-stand-in: real Ansible reads
- * the inventory and runs its stand-in playbook on every host with real ansible-playbook; it installs
- * nothing). The hosts are real OpenSSH sshd daemons
- * in network namespaces on the node's network (local/lab): four answer, one accepts connections and
- * never answers, and one address has nothing behind it. Nothing patches a Job's status here.
- * Starts its own cluster (its own slot), so it never disturbs the shared suites. Needs root.
+ * clean up after it, and the real node (local/kubelet-node: kubelet + containerd) runs its
+ * container from the project's kud-stand-in image, the KUD installer STAND-IN (local/kud-stand-in:
+ * real Ansible reads the inventory and runs its stand-in playbook on every host with real
+ * ansible-playbook; it installs nothing). The hosts are real OpenSSH sshd daemons
+ * in network namespaces on the node's lab bridge (local/lab): four answer, one accepts connections
+ * and never answers, and one address has nothing behind it. Nothing patches a Job's status here.
+ * Starts its own cluster (its own node index), so it never disturbs the shared suites. Needs root.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import {
   BatchV1Api,
@@ -68,11 +67,7 @@ const host = (label: string, mac: string, ip: string, role: LabHost['role']): La
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bpa-kud-node-'));
   cacheDir = join(dir, 'kubectl-cache');
-  // The test images too: the deletion cleanup Job runs in the test shell image.
-  cluster = await startStackCluster({
-    fallBack: false,
-    extraImageMaps: [fileURLToPath(new URL('../../fixtures/node/images.yaml', import.meta.url))],
-  });
+  cluster = await startStackCluster({ fallBack: false, realNode: true });
   network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253, 254, 249]);
   const [a, b, c, d, e] = network.hosts as [
     LabNetwork['hosts'][0],
@@ -114,9 +109,10 @@ beforeAll(async () => {
       KUD_ACTIVE_DEADLINE_SECONDS: String(deadlineSeconds),
       // The sweep reads the running pod's progress: often enough to see it within the Job's run.
       SWEEP_INTERVAL_SECONDS: '5',
-      // Deletion (bpa.akraino.org/cleanup): the cleanup Job's `rm` runs on the node in the test
-      // shell; a cleanup that cannot run gives up well within the deletion test's wait.
-      CLEANUP_IMAGE: 'bpa.local/test/shell:1',
+      // The Jobs' images as the real node holds them: the deletion's cleanup Job (its `rm` on the
+      // node's hostPath) runs in the project's cleanup image.
+      ...cluster.functionsEnv,
+      // A cleanup that cannot run gives up well within the deletion test's wait.
       CLEANUP_TIMEOUT_SECONDS: '90',
     },
   }));
@@ -246,7 +242,7 @@ describe('the KUD Job on the node', () => {
         '-o',
         'jsonpath={.items[0].spec.nodeName}',
       ),
-    ).toBe(cluster.node!.name);
+    ).toBe(cluster.kubeletNode!.name);
   }, 300_000);
 
   it('exit 1 (a host does not answer): Failed with BackoffLimitExceeded, the contract message, and kubectl logs shows why', async () => {

@@ -2,21 +2,20 @@
  * The install Job on the one-machine cluster, end to end (contract section 11): a Software
  * applied -> software-install (INSTALL_RUNNER=job, the default) creates the install Job, its
  * ServiceAccount, Role and RoleBinding -> Kubernetes' own Job controller (kube-controller-manager)
- * makes its pod -> the node (OUR IMITATION of a kubelet: the pod is a local process, in a network
- * namespace of its own) runs the image's install entry point, mapped in local/node/images.yaml to
- * this repository's bundle dist/bundle/software-install-job.mjs (the same code the image runs) ->
- * it reaches the API server through the `kubernetes` Service with its ServiceAccount's token, and
- * real sshd hosts over the node's network -> the Software's status says Ready. Nothing writes a
- * Job's or a pod's status by hand here.
+ * makes its pod -> the real node (local/kubelet-node: kubelet + containerd) runs it from
+ * software-install's own image (INSTALL_JOB_IMAGE as the node holds it; its entry point is
+ * dist/bundle/software-install-job.mjs) -> it reaches the API server through the `kubernetes`
+ * Service with its ServiceAccount's token, and real sshd hosts through the node -> the Software's
+ * status says Ready. Nothing writes a Job's or a pod's status by hand here.
  *
  * Hosts: a real Debian root through real sshd (test/support/debian-host.ts: apt-get and dpkg run
- * for real) listening on the node's gateway address, and a recording OpenSSH host in a lab
- * namespace on the node's network that never answers (local/lab/openssh-hosts.ts), whose Job runs
- * past its deadline: the sweep then fails the Software (InstallJobFailed), and
- * `bpa.akraino.org/retry` runs it again once the host answers.
+ * for real) listening on this machine's end of the node's link (pods reach it through the node),
+ * and a recording OpenSSH host in a lab namespace on the node's lab bridge that never answers
+ * (local/lab/openssh-hosts.ts), whose Job runs past its deadline: the sweep then fails the
+ * Software (InstallJobFailed), and `bpa.akraino.org/retry` runs it again once the host answers.
  *
- * Starts its own cluster (its own slot), so it never disturbs the shared suites. Needs root and
- * `npm run build` (the node runs the bundles).
+ * Starts its own cluster (its own node index), so it never disturbs the shared suites. Needs root
+ * and `npm run build` (the images carry the bundles).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -127,11 +126,11 @@ beforeAll(async () => {
   for (const bundle of ['software-install.mjs', 'software-install-job.mjs'])
     if (!existsSync(join(repoRoot(), 'dist/bundle', bundle)))
       throw new Error(`dist/bundle/${bundle} is missing: run npm run build first`);
-  cluster = await startStackCluster({ fallBack: false });
+  cluster = await startStackCluster({ fallBack: false, realNode: true });
   const attachment = cluster.nodeNetwork!;
-  // The Debian host on the node's gateway (this namespace's side of the bridge), the silent one
-  // in a lab namespace of its own; both on the node's /24, one SSH port for both.
-  debian = await startDebianHosts({ count: 1, addresses: [`${attachment.subnetPrefix}.1`] });
+  // The Debian host on this machine's end of the node's link (what the node routes its pods to),
+  // the silent one in a lab namespace of its own on the lab bridge; one SSH port for both.
+  debian = await startDebianHosts({ count: 1, addresses: [cluster.kubeletNode!.addresses.hostIp] });
   network = await createLabNetwork(attachment, [241]);
   const [lab] = network.hosts as [LabNetwork['hosts'][0]];
   silent = await startSshHosts({
@@ -163,6 +162,8 @@ beforeAll(async () => {
   await readyCluster(stuckNamespace, 'stuck', lab.ip, silent.privateKey);
   // software-install itself runs in this process (as the tests' functions do); its Jobs on the node.
   harness = new ChainHarness(cluster.kubeConfig, {
+    // The install Job's image as the real node holds it.
+    ...cluster.functionsEnv,
     INSTALL_RUNNER: 'job',
     SSH_USER: 'root',
     SSH_PORT: String(debian.port),
@@ -210,7 +211,7 @@ describe('the install Job on the node', () => {
       labelSelector: `job-name=${jobName}`,
     });
     expect(pods.items.map((p) => [p.spec?.nodeName, p.spec?.serviceAccountName, p.status?.phase])).toEqual([
-      [cluster.node!.name, 'tools-installer', 'Succeeded'],
+      [cluster.kubeletNode!.name, 'tools-installer', 'Succeeded'],
     ]);
 
     // Its status write comes back as the Software's update: software.installed, once.

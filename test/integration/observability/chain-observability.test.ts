@@ -1,9 +1,10 @@
 /**
  * Observability of a real chain run: the embedded stack (`startStack`: broker from the
  * manifests' Broker and Triggers, the four function servers, local ApiServerSources) on this
- * file's own one-machine cluster, whose Job controller and node (OUR IMITATION of a kubelet) run
- * the KUD Jobs (the KUD installer stand-in pings the lab's hosts), and the demo's lab (lease file,
- * BareMetalHosts, real sshd hosts on the node's network; their apt-get is recorded, not run).
+ * file's own one-machine cluster, whose Job controller and real node (kubelet + containerd,
+ * local/kubelet-node) run the KUD Jobs from the project's kud-stand-in image (real ansible-playbook
+ * pings the lab's hosts), and the demo's lab (lease file, BareMetalHosts, real sshd hosts on the
+ * node's lab bridge; their apt-get is recorded, not run).
  *
  *   namespace A: a Provisioning and a Software driven by the ApiServerSource, to Ready;
  *   namespace B: a Provisioning whose `add` event the test posts itself with a known
@@ -122,6 +123,8 @@ beforeAll(async () => {
     // (the Job path, where that answer is 204 and the Job reports later, is test/e2e/demo.test.ts
     // and test/integration/node/software-job.test.ts).
     functionsEnv: {
+      // The Jobs' images as the real node holds them (KUD stand-in, cleanup, publisher).
+      ...cluster.functionsEnv,
       ...lab.functionsEnv,
       SWEEP_NAMESPACES: `${namespace},${traceNamespace}`,
       FUNCTIONS_NAMESPACE: stackNamespace,
