@@ -96,7 +96,11 @@ export async function applyConditions(
   now: () => Date = () => new Date(),
   maxAttempts = 5,
 ): Promise<ConditionWriteResult> {
-  let fresh: StoredObject | undefined = base.live;
+  // An object without managedFields (trimmed by a cache) cannot say what the manager owns, and
+  // an apply without it would drop those fields: read it whole.
+  let fresh: StoredObject | undefined = Array.isArray(base.live.metadata.managedFields)
+    ? base.live
+    : await getCustomObject(clients, target);
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     if (!fresh) return { outcome: 'gone' };
     if (!isCurrent(fresh, ref)) return { outcome: 'stale', object: fresh };
