@@ -7,7 +7,12 @@ import { describe, expect, it } from '@jest/globals';
 import { applyBody, ownedStatus } from '../../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../../shared/k8s/stored-object.js';
 
-const condition = (type: string, status: string, reason = type, at = '2026-01-01T00:00:00Z') => ({
+const condition = (
+  type: string,
+  status: 'True' | 'False' | 'Unknown',
+  reason = type,
+  at = '2026-01-01T00:00:00Z',
+) => ({
   type,
   status,
   reason,
