@@ -63,48 +63,57 @@ export async function recordHandling(
   if (!rerun && isDeepStrictEqual(recordedLabelsOf(live.status), labelsToRecord(live.metadata.labels)))
     return live;
   const target = provisioningTarget(live.metadata.namespace ?? '', live.metadata.name);
-  const result = await updateStatus(clients, target, (fresh) => {
-    if (fresh.metadata.uid !== live.metadata.uid) return undefined;
-    const labels = labelsToRecord(fresh.metadata.labels);
-    const retry = rerun ? retryValueOf(fresh) : recordedRetryOf(fresh);
-    const sameLabels = isDeepStrictEqual(recordedLabelsOf(fresh.status), labels);
-    if (!rerun && sameLabels && recordedRetryOf(fresh) === retry) return undefined;
-    const conditions = rerun
-      ? conditionsOf(fresh)
-          .filter((c) => !stepConditions.includes(c.type))
-          .map((c) =>
-            c.type === ProvisioningCondition.ready
-              ? {
-                  ...c,
-                  status: 'Unknown' as const,
-                  reason: Reason.Provisioning,
-                  message: `Re-running the chain: ${rerun}`,
-                }
-              : c,
-          )
-      : fresh.status?.conditions;
-    // A renamed cluster: its old name is released by kud-job-launch once its objects are gone.
-    const previous = recordedLabelsOf(fresh.status)?.cluster;
-    const releasing = afterRename(
-      releasingClustersOf(fresh.status),
-      previous,
-      labels.cluster,
-      previous !== undefined && fresh.status?.jobName === kudJobName(previous),
-      new Date(),
-    );
-    return {
-      ...fresh.status,
-      conditions,
-      [observedLabelsField]: labels,
-      [releasingClustersField]: releasing.length > 0 ? releasing : undefined,
-      ...(retry ? { retry } : {}),
-      ...(rerun ? { job: undefined } : {}),
-    };
-  });
+  // The first attempt on the prologue's read (no second GET); a 409 reads again.
+  const result = await updateStatus(
+    clients,
+    target,
+    (fresh) => {
+      if (fresh.metadata.uid !== live.metadata.uid) return undefined;
+      const labels = labelsToRecord(fresh.metadata.labels);
+      const retry = rerun ? retryValueOf(fresh) : recordedRetryOf(fresh);
+      const sameLabels = isDeepStrictEqual(recordedLabelsOf(fresh.status), labels);
+      if (!rerun && sameLabels && recordedRetryOf(fresh) === retry) return undefined;
+      const conditions = rerun
+        ? conditionsOf(fresh)
+            .filter((c) => !stepConditions.includes(c.type))
+            .map((c) =>
+              c.type === ProvisioningCondition.ready
+                ? {
+                    ...c,
+                    status: 'Unknown' as const,
+                    reason: Reason.Provisioning,
+                    message: `Re-running the chain: ${rerun}`,
+                  }
+                : c,
+            )
+        : fresh.status?.conditions;
+      // A renamed cluster: its old name is released by kud-job-launch once its objects are gone.
+      const previous = recordedLabelsOf(fresh.status)?.cluster;
+      const releasing = afterRename(
+        releasingClustersOf(fresh.status),
+        previous,
+        labels.cluster,
+        previous !== undefined && fresh.status?.jobName === kudJobName(previous),
+        new Date(),
+      );
+      return {
+        ...fresh.status,
+        conditions,
+        [observedLabelsField]: labels,
+        [releasingClustersField]: releasing.length > 0 ? releasing : undefined,
+        ...(retry ? { retry } : {}),
+        ...(rerun ? { job: undefined } : {}),
+      };
+    },
+    5,
+    live,
+  );
   return result.outcome === 'gone' ? undefined : result.object;
 }
 
-export type Claim = { kind: 'mine' } | { kind: 'taken'; message: string };
+/** `object`: the Provisioning as stored after the finalizer (the base of the step's status apply). */
+export type Claim =
+  { kind: 'mine'; object: StoredObject } | { kind: 'taken'; message: string } | { kind: 'gone' };
 
 /**
  * One owner per cluster name: the finalizer first (so a claim is always released on deletion),
@@ -117,13 +126,14 @@ export async function claimCluster(
   cluster: string,
 ): Promise<Claim> {
   const target = provisioningTarget(live.metadata.namespace ?? '', live.metadata.name);
-  await ensureFinalizer(clients, target, live, cleanupFinalizer);
+  const object = await ensureFinalizer(clients, target, live, cleanupFinalizer);
+  if (!object) return { kind: 'gone' };
   const claim = await claimClusterName(clients, functionsNamespace, cluster, {
     namespace: live.metadata.namespace ?? '',
     name: live.metadata.name,
     uid: live.metadata.uid ?? '',
   });
   return claim.kind === 'mine'
-    ? claim
+    ? { kind: 'mine', object }
     : { kind: 'taken', message: clusterNameInUseMessage(cluster, claim.holder) };
 }

@@ -9,7 +9,8 @@ import {
 import type { HostMacEntry } from '../../shared/core/host-index.js';
 import { judgeHostProvisioning } from '../../shared/core/host-provisioning.js';
 import { preflight } from '../../shared/core/preflight.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../shared/k8s/condition-writer.js';
+import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
 import { conditionFor } from '../../shared/k8s/conditions.js';
 import {
   claimedHostsField,
@@ -79,9 +80,11 @@ export async function resolveProvisioning(
   context: FunctionContext<HostLookupConfig>,
   clients: KubeClients,
   facts: ClusterFacts,
-  live: StoredObject,
+  read: StoredObject,
   cause?: StepCause,
 ): Promise<ResolveOutcome> {
+  // The Provisioning as last read or written by this handling: the base of the status apply.
+  let live = read;
   const step = ProvisioningCondition.hostsResolved;
   /** HostsResolved/Ready False with the reason, a Warning Event (once), the failed outcome. */
   const fail = async (reason: StepReason, message: string): Promise<ResolveOutcome> => ({
@@ -92,6 +95,7 @@ export async function resolveProvisioning(
       live,
       { step, reason, message },
       context.log,
+      { apply: true },
     ),
   });
   const parsed = provisioningSchema.safeParse(live);
@@ -126,6 +130,8 @@ export async function resolveProvisioning(
   );
   // Touches nothing else; the sweep retries, so it proceeds once the owner is deleted.
   if (claim.kind === 'taken') return fail(Reason.ClusterNameInUse, claim.message);
+  if (claim.kind === 'gone') return { kind: 'skipped' };
+  live = claim.object;
   const owner = claimOwnerOf(live);
   /** VMs: resolved before the claim. Bare metal: once Metal3 has provisioned every host. */
   let resolved: ResolvedCluster | undefined;
@@ -255,6 +261,7 @@ export async function resolveProvisioning(
       },
     },
     context.log,
+    { apply: true },
   );
   if (!event) {
     context.log.info('hosts already resolved or resolution stale');
@@ -280,17 +287,23 @@ async function recordWaiting(
   const ref = provisioningRef(live);
   const step = ProvisioningCondition.hostsResolved;
   const reason = Reason.WaitingForProvisioning;
-  const result = await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
-    conditions: [
-      { type: step, status: 'Unknown', reason, message },
-      { type: ProvisioningCondition.ready, status: 'Unknown', reason, message },
-    ],
-    fields,
-    alreadyDone: (conditions) => {
-      const current = conditionFor(conditions, step, ref.generation);
-      return current?.status === 'Unknown' && current.reason === reason && current.message === message;
+  const result = await applyConditions(
+    clients,
+    provisioningTarget(ref.namespace, ref.name),
+    ref,
+    {
+      conditions: [
+        { type: step, status: 'Unknown', reason, message },
+        { type: ProvisioningCondition.ready, status: 'Unknown', reason, message },
+      ],
+      fields,
+      alreadyDone: (conditions) => {
+        const current = conditionFor(conditions, step, ref.generation);
+        return current?.status === 'Unknown' && current.reason === reason && current.message === message;
+      },
     },
-  });
+    { manager: fieldManagerFor(context.functionName), live },
+  );
   if (result.outcome === 'written')
     await recordEvent(
       clients,

@@ -71,6 +71,9 @@ async function render(
     });
 
   const configMap = inventoryConfigMapName(cluster);
+  // The object the status is applied on: the read, or what recording the ConfigMap's uid stored
+  // (undefined: the Provisioning is gone).
+  let base: StoredObject | undefined;
   let rendered;
   try {
     rendered = renderInventory(provisioning.data, clusterType, recorded.data);
@@ -79,12 +82,13 @@ async function render(
     // is recorded in status.ownedObjects: a look-alike with forged labels is ObjectConflict.
     const owner = ownerOf(provisioning.data);
     const written = await upsertConfigMap(clients, markManaged(rendered.configMap), ownershipOf(owner, live));
-    await recordOwned(
+    base = await recordOwned(
       clients,
       provisioningTarget(ref.namespace, ref.name),
       owner.uid,
       'ConfigMap',
       written.configMap.metadata,
+      live,
     );
   } catch (error) {
     // Spec errors, and a <cluster>-inventory the functions did not create (ObjectConflict).
@@ -96,12 +100,16 @@ async function render(
       live,
       { step, reason: errorReason(error), message: error.message },
       context.log,
+      { apply: true },
     );
   }
+  if (!base) return undefined;
+  // Server-side apply by bpa-inventory-render (shared/k8s/status-apply.ts): its condition, Ready,
+  // its step cause; no read beyond the prologue's (and recordOwned's write, when it wrote).
   const event = await completeProvisioningStep(
     clients,
     context.functionName,
-    live,
+    base,
     {
       step,
       reason: Reason.InventoryRendered,
@@ -125,6 +133,7 @@ async function render(
       },
     },
     context.log,
+    { apply: true },
   );
   context.log.info('inventory rendered', { configMap, recorded: event !== undefined });
   if (event) context.metrics?.counter(inventoriesRendered).inc();

@@ -1,4 +1,4 @@
-import type { V1Job } from '@kubernetes/client-node';
+import type { V1Job, V1ObjectMeta } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { z } from 'zod';
@@ -24,7 +24,8 @@ import { EventTypes, provisioningSubject } from '../../shared/events/types.js';
 import { Reason } from '../../shared/reasons.js';
 import { provisioningSchema, type Provisioning } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../shared/k8s/condition-writer.js';
+import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
 import type { StepRun } from '../../shared/k8s/define-step.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
@@ -98,6 +99,11 @@ export async function launchJob(
   }
   const functionsNamespace = context.config.FUNCTIONS_NAMESPACE;
   const target = provisioningTarget(ref.namespace, ref.name);
+  // The Provisioning as last read or written here: the base of the status applies (no GET).
+  let base = live;
+  const record = async (kind: string, metadata: V1ObjectMeta | undefined) => {
+    base = (await recordOwned(clients, target, owner.uid, kind, metadata, base)) ?? base;
+  };
   const installerSettings = await readInstallerSettings(clients, context.config.FUNCTIONS_NAMESPACE);
   const settings = {
     image: context.config.KUD_IMAGE,
@@ -128,6 +134,7 @@ export async function launchJob(
       live,
       { step, reason: Reason[plan.refused.reason], message: plan.refused.message },
       context.log,
+      { apply: true },
     );
   const { inventory, path } = plan;
   const inventorySha256 = sha256Hex(inventory);
@@ -160,7 +167,7 @@ export async function launchJob(
         Reason.ObjectConflict,
         objectConflictMessage('ConfigMap', mounted.configMap.metadata ?? {}, owner),
       );
-    await recordOwned(clients, target, owner.uid, 'ConfigMap', mounted.configMap.metadata);
+    await record('ConfigMap', mounted.configMap.metadata);
   };
 
   let launch: Launch;
@@ -178,29 +185,38 @@ export async function launchJob(
       return failProvisioning(
         clients,
         context.functionName,
-        live,
+        base,
         { step, reason: Reason.ObjectConflict, message: error.message },
         context.log,
+        { apply: true },
       );
     if (error instanceof BpaError && typeof status === 'number' && refusedStatuses.has(status))
       return failProvisioning(
         clients,
         context.functionName,
-        live,
+        base,
         { step, reason: Reason.JobRefused, message: error.message },
         context.log,
+        { apply: true },
       );
     throw error;
   }
-  await recordOwned(clients, target, owner.uid, 'Job', launch.job.metadata);
+  await record('Job', launch.job.metadata);
   const identity = provisioningIdentity(ref);
+  const manager = fieldManagerFor(context.functionName);
 
   if (launch.outcome === 'blocked') {
     const message = `Job ${jobName} is still running another launch (hash ${jobLaunchHash(launch.job) ?? 'unknown'}); it is left alone and replaced once it finishes`;
-    const result = await writeConditions(clients, target, ref, {
-      conditions: [{ type: step, status: 'False', reason: Reason.PreviousJobRunning, message }],
-      alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
-    });
+    const result = await applyConditions(
+      clients,
+      target,
+      ref,
+      {
+        conditions: [{ type: step, status: 'False', reason: Reason.PreviousJobRunning, message }],
+        alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
+      },
+      { manager, live: base },
+    );
     if (result.outcome === 'written')
       await recordEvent(
         clients,
@@ -220,19 +236,26 @@ export async function launchJob(
     launch.outcome === 'exists'
       ? `KUD installer Job ${jobName} already exists for launch hash ${hash} (inventory sha256 ${inventorySha256})`
       : `KUD installer Job ${jobName} ${launch.outcome} for launch hash ${hash} (inventory sha256 ${inventorySha256}): ${doing}`;
-  const result = await writeConditions(clients, target, ref, {
-    conditions: [
-      { type: step, status: 'True', reason: Reason.JobLaunched, message },
-      {
-        type: ProvisioningCondition.ready,
-        status: 'Unknown',
-        reason: Reason.Provisioning,
-        message: `KUD installer Job ${jobName} is running: ${doing}`,
-      },
-    ],
-    fields: { jobName },
-    alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
-  });
+  const result = await applyConditions(
+    clients,
+    target,
+    ref,
+    {
+      conditions: [
+        { type: step, status: 'True', reason: Reason.JobLaunched, message },
+        {
+          type: ProvisioningCondition.ready,
+          status: 'Unknown',
+          reason: Reason.Provisioning,
+          message: `KUD installer Job ${jobName} is running: ${doing}`,
+        },
+      ],
+      fields: { jobName },
+      alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
+    },
+    // Server-side apply as bpa-kud-job-launch (shared/k8s/status-apply.ts).
+    { manager, live: base },
+  );
   context.log.info('KUD Job launch', { jobName, launch: launch.outcome, status: result.outcome });
   if (result.outcome !== 'written') return undefined;
 

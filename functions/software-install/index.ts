@@ -13,7 +13,8 @@ import { provisioningApiVersion } from '../../shared/schemas/provisioning.js';
 import { softwareKind } from '../../shared/schemas/software.js';
 import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
-import { getCustomObject, listCustomObjects } from '../../shared/k8s/custom-objects.js';
+import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
+import { defineStep } from '../../shared/k8s/define-step.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import {
   on,
@@ -22,7 +23,7 @@ import {
   type HandlerResult,
 } from '../../shared/server/types.js';
 import { softwareInstallConfigSchema, type SoftwareInstallConfig } from './config.js';
-import { installSoftware } from './install-software.js';
+import { decideInstall, installSoftware } from './install-software.js';
 import { softwareInstallMetrics } from './metrics.js';
 import { SoftwareCondition, softwareRef, softwareTarget } from './software-status.js';
 import { functionName } from './name.js';
@@ -34,25 +35,33 @@ import { announce, needsInstall, sweep } from './sweep.js';
 /**
  * software-install: a Software was added or changed, or its cluster became ready → install
  * its packages over SSH on every node and reply software.installed / software.failed. A
- * Software whose cluster is not ready waits (status says so) until cluster.ready.
+ * Software whose cluster is not ready waits (status says so) until cluster.ready. The Software's
+ * own events go through the shared step's prologue (shared/k8s/define-step.ts): one read, the
+ * pause gate, a transient fault recorded as Installed=Unknown.
  */
-async function onSoftwareChange(
-  context: FunctionContext<SoftwareInstallConfig>,
-  object: KubeObjectData,
-): Promise<HandlerResult> {
-  if (object.kind !== softwareKind || object.apiVersion !== provisioningApiVersion) {
-    context.log.debug('not a Software; ignored', { kind: object.kind });
-    return undefined;
-  }
-  const namespace = object.metadata.namespace;
-  if (!namespace)
-    throw invalid('MissingNamespace', `Software ${object.metadata.name} has no namespace in the event`);
-  const clients = kubeClients(context.kubeConfig);
-  const live = await getCustomObject(clients, softwareTarget(namespace, object.metadata.name));
-  if (!live) return undefined;
-  const outcome = await installRecordingFaults(context, clients, live);
-  return 'event' in outcome ? outcome.event : undefined;
-}
+const onSoftwareChange = defineStep<SoftwareInstallConfig, KubeObjectData>({
+  condition: SoftwareCondition.installed,
+  read: (object, context) => {
+    if (object.kind !== softwareKind || object.apiVersion !== provisioningApiVersion) {
+      context.log.debug('not a Software; ignored', { kind: object.kind });
+      return undefined;
+    }
+    const namespace = object.metadata.namespace;
+    if (!namespace)
+      throw invalid('MissingNamespace', `Software ${object.metadata.name} has no namespace in the event`);
+    return { target: softwareTarget(namespace, object.metadata.name) };
+  },
+  // Deleting a Software uninstalls nothing (contract section 11) and it has no finalizer: an
+  // install Job's outcome recorded meanwhile is still announced, as before.
+  deleting: 'act',
+  // Installed=True is not the end: an install Job's outcome is announced, nodes that joined the
+  // cluster get the packages, a retry or forgotten host keys run it again. decideInstall decides.
+  done: () => false,
+  run: async ({ context, clients }, live) => {
+    const outcome = await decideInstall(context, clients, live);
+    return 'event' in outcome ? outcome.event : undefined;
+  },
+});
 
 async function onPing(context: FunctionContext<SoftwareInstallConfig>): Promise<HandlerResult> {
   await sweep(context);

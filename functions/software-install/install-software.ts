@@ -46,7 +46,20 @@ export async function installSoftware(
 ): Promise<InstallOutcome> {
   const pause = await pauseGate(clients, stored, { component: functionName, log: context.log });
   if (pause.stop) return { kind: 'skipped' };
-  let live = pause.object;
+  return decideInstall(context, clients, pause.object);
+}
+
+/**
+ * The install step proper, on an object the pause gate let through (the Software's own events
+ * reach it through the shared step's prologue, index.ts; the sweep and cluster.ready through
+ * installSoftware above). Whether there is anything to do is decided here, from the live object.
+ */
+export async function decideInstall(
+  context: FunctionContext<SoftwareInstallConfig>,
+  clients: KubeClients,
+  gated: StoredObject,
+): Promise<InstallOutcome> {
+  let live = gated;
   // An outcome an install Job recorded: announced once, before anything else is decided.
   const recorded = outcomeToAnnounce(live);
   const announcement = recorded ? await announceJobOutcome(clients, live) : undefined;

@@ -3,6 +3,9 @@ import type { KubeClients } from './clients.js';
 import { conditionsOf, type ConditionUpdate, setCondition } from './conditions.js';
 import type { StatusTarget } from './custom-objects.js';
 import { updateStatus } from './status-writer.js';
+import { applyStatus } from './status-apply.js';
+import { getCustomObject } from './custom-objects.js';
+import { transient } from '../errors.js';
 import type { StoredObject } from './stored-object.js';
 
 /** The object generation a write is about; a write for another uid or generation is stale. */
@@ -67,4 +70,59 @@ export async function writeConditions(
   if (result.outcome === 'gone') return result;
   if (result.outcome === 'written') return result;
   return { outcome: verdict ?? 'already-done', object: result.object };
+}
+
+/** What writeConditions' apply twin needs: who applies, on which read, and map fields merged by key. */
+export interface ApplyBase {
+  /** Field manager (status-apply.ts fieldManagerFor). */
+  manager: string;
+  /** The object the step read: the apply's base and its resourceVersion precondition. */
+  live: StoredObject;
+  /** Map fields merged key by key (status-apply.ts StatusApply.merge), a function of the fresh object. */
+  merge?: (fresh: StoredObject) => Record<string, Record<string, unknown>>;
+}
+
+/**
+ * writeConditions by server-side apply (status-apply.ts): decided on the object the step already
+ * read, so no GET; a 409 (someone wrote since that read) reads again and decides again, as the
+ * read-modify-write did. Same outcomes as writeConditions.
+ */
+export async function applyConditions(
+  clients: KubeClients,
+  target: StatusTarget,
+  ref: GenerationRef,
+  change: ConditionChange,
+  base: ApplyBase,
+  now: () => Date = () => new Date(),
+  maxAttempts = 5,
+): Promise<ConditionWriteResult> {
+  // An object without managedFields (trimmed by a cache) cannot say what the manager owns, and
+  // an apply without it would drop those fields: read it whole.
+  let fresh: StoredObject | undefined = Array.isArray(base.live.metadata.managedFields)
+    ? base.live
+    : await getCustomObject(clients, target);
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    if (!fresh) return { outcome: 'gone' };
+    if (!isCurrent(fresh, ref)) return { outcome: 'stale', object: fresh };
+    if (change.alreadyDone?.(conditionsOf(fresh), fresh)) return { outcome: 'already-done', object: fresh };
+    const fields = typeof change.fields === 'function' ? change.fields(fresh) : change.fields;
+    const result = await applyStatus(
+      clients,
+      target,
+      fresh,
+      {
+        manager: base.manager,
+        conditions: change.conditions.map((update) => ({ ...update, observedGeneration: ref.generation })),
+        ...(fields ? { fields } : {}),
+        ...(base.merge ? { merge: base.merge(fresh) } : {}),
+      },
+      now(),
+    );
+    if (result.outcome !== 'conflict') return result;
+    fresh = await getCustomObject(clients, target);
+  }
+  throw transient(
+    'StatusConflict',
+    `Could not apply the status of ${target.resource.plural} ${target.namespace}/${target.name}: it kept changing (${maxAttempts} attempts)`,
+  );
 }

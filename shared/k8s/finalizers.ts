@@ -16,7 +16,7 @@ async function patchFinalizers(
   target: StatusTarget,
   object: StoredObject,
   next: string[],
-): Promise<'patched' | 'gone'> {
+): Promise<StoredObject | 'gone'> {
   const current = Array.isArray(object.metadata.finalizers) ? object.metadata.finalizers : undefined;
   const { group, version, plural } = target.resource;
   const body = current
@@ -26,11 +26,10 @@ async function patchFinalizers(
       ]
     : [{ op: 'add', path: '/metadata/finalizers', value: next }];
   try {
-    await clients.custom.patchNamespacedCustomObject(
+    return (await clients.custom.patchNamespacedCustomObject(
       { group, version, plural, namespace: target.namespace, name: target.name, body },
       jsonPatch,
-    );
-    return 'patched';
+    )) as StoredObject;
   } catch (error) {
     if (isNotFound(error)) return 'gone';
     throw classifyApiError(error, `update the finalizers of ${plural} ${target.namespace}/${target.name}`);
@@ -43,15 +42,20 @@ const finalizersOf = (object: StoredObject): string[] =>
 export const hasFinalizer = (object: StoredObject, finalizer: string) =>
   finalizersOf(object).includes(finalizer);
 
-/** Adds the finalizer unless it is there or the object is being deleted. */
+/**
+ * Adds the finalizer unless it is there or the object is being deleted. Returns the object as
+ * stored afterwards (`object` itself when nothing was written, undefined when it is gone), so the
+ * caller's next write starts from it instead of reading it again.
+ */
 export async function ensureFinalizer(
   clients: KubeClients,
   target: StatusTarget,
   object: StoredObject,
   finalizer: string,
-): Promise<void> {
-  if (hasFinalizer(object, finalizer) || object.metadata.deletionTimestamp) return;
-  await patchFinalizers(clients, target, object, [...finalizersOf(object), finalizer]);
+): Promise<StoredObject | undefined> {
+  if (hasFinalizer(object, finalizer) || object.metadata.deletionTimestamp) return object;
+  const stored = await patchFinalizers(clients, target, object, [...finalizersOf(object), finalizer]);
+  return stored === 'gone' ? undefined : stored;
 }
 
 /** Removes the finalizer (the object may then go at once). */
@@ -62,10 +66,11 @@ export async function removeFinalizer(
   finalizer: string,
 ): Promise<'patched' | 'gone' | 'absent'> {
   if (!hasFinalizer(object, finalizer)) return 'absent';
-  return patchFinalizers(
+  const stored = await patchFinalizers(
     clients,
     target,
     object,
     finalizersOf(object).filter((f) => f !== finalizer),
   );
+  return stored === 'gone' ? 'gone' : 'patched';
 }

@@ -83,15 +83,23 @@ export async function recordOwned(
   ownerUid: string,
   kind: string,
   metadata: V1ObjectMeta | undefined,
-): Promise<void> {
+  live?: StoredObject,
+): Promise<StoredObject | undefined> {
   const entry = ownedEntry(kind, metadata);
-  if (!entry) return;
-  await updateStatus(clients, target, (fresh) => {
-    if (fresh.metadata.uid !== ownerUid) return undefined;
-    const owned = ownedObjectsOf(fresh.status);
-    if (owned.some((item) => isSame(item, entry) && item.uid === entry.uid)) return undefined;
-    return { ...fresh.status, [ownedObjectsField]: withOwnedObject(owned, entry) };
-  });
+  if (!entry) return live;
+  const result = await updateStatus(
+    clients,
+    target,
+    (fresh) => {
+      if (fresh.metadata.uid !== ownerUid) return undefined;
+      const owned = ownedObjectsOf(fresh.status);
+      if (owned.some((item) => isSame(item, entry) && item.uid === entry.uid)) return undefined;
+      return { ...fresh.status, [ownedObjectsField]: withOwnedObject(owned, entry) };
+    },
+    5,
+    live,
+  );
+  return result.outcome === 'gone' ? undefined : result.object;
 }
 
 /** Drops the entry of a deleted object. */

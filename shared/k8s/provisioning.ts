@@ -61,6 +61,14 @@ export function provisioningIdentity(ref: ResourceRef): ObjectIdentity {
 export const clusterOf = (object: StoredObject) => object.metadata.labels?.cluster ?? '';
 
 /**
+ * `apply`: `object` is the live object the step read, and the function's status fields are all
+ * written by apply: the ending is a server-side apply on it (step-report.ts StepTarget.live).
+ */
+export interface WriteOptions {
+  apply?: boolean;
+}
+
+/**
  * Records a failed step (condition False + Ready False + Warning Event) and returns the
  * `provisioning.failed` event to reply with, or undefined when that exact failure was already
  * recorded for this generation, or the Provisioning moved on (stale) or is gone.
@@ -71,6 +79,7 @@ export async function failProvisioning(
   object: StoredObject,
   failure: Failure,
   log?: Logger,
+  options: WriteOptions = {},
 ): Promise<CloudEvent<unknown> | undefined> {
   const ref = provisioningRef(object);
   const result = await reportFailure(
@@ -81,6 +90,7 @@ export async function failProvisioning(
       object: provisioningIdentity(ref),
       ref,
       component: functionName,
+      ...(options.apply ? { live: object } : {}),
     },
     log,
   );
@@ -120,6 +130,7 @@ export async function completeProvisioningStep<T extends ChainEventType>(
   object: StoredObject,
   success: ProvisioningSuccess<T>,
   log?: Logger,
+  options: WriteOptions = {},
 ): Promise<CloudEvent<unknown> | undefined> {
   const ref = provisioningRef(object);
   const { announce, ...step } = success;
@@ -131,6 +142,7 @@ export async function completeProvisioningStep<T extends ChainEventType>(
       object: provisioningIdentity(ref),
       ref,
       component: functionName,
+      ...(options.apply ? { live: object } : {}),
     },
     log,
   );

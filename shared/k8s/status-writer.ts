@@ -27,9 +27,11 @@ export async function updateStatus(
   target: StatusTarget,
   mutate: StatusMutation,
   maxAttempts = 5,
+  first?: StoredObject,
 ): Promise<StatusWriteResult> {
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-    const fresh = await getCustomObject(clients, target);
+    // `first`: the object the caller just read, for the first attempt (no second read of it).
+    const fresh = attempt === 1 && first ? first : await getCustomObject(clients, target);
     if (!fresh) return { outcome: 'gone' };
     const status = mutate(fresh);
     if (status === undefined) return { outcome: 'unchanged', object: fresh };

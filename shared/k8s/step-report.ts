@@ -1,6 +1,7 @@
 import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
 import {
+  applyConditions,
   writeConditions,
   type ConditionChange,
   type ConditionWriteResult,
@@ -13,6 +14,7 @@ import type { ObjectIdentity, StoredObject } from './stored-object.js';
 import type { Condition } from '../schemas/kube.js';
 import type { ConditionReason, StepReason } from '../reasons.js';
 import { causesAfter, stepCausesField, type StepCause } from './step-causes.js';
+import { fieldManagerFor } from './status-apply.js';
 
 /**
  * How a step ends, written the same way by every function: the step's condition, the summary
@@ -30,6 +32,12 @@ export interface StepTarget {
   component: string;
   /** Other status fields to write with the conditions (nodes, jobName, hosts...), or a function of the fresh object. */
   fields?: Record<string, unknown> | ((fresh: StoredObject) => Record<string, unknown>);
+  /**
+   * The object the step read. Given, the ending is a server-side apply by the component's field
+   * manager on it (status-apply.ts), with no read: only the step's own fields, so the fields have
+   * to be ones the component owns (written by its applies). Absent: a read-modify-write.
+   */
+  live?: StoredObject;
 }
 
 export interface Failure {
@@ -112,9 +120,11 @@ export async function completeStep(
   log?: Logger,
 ): Promise<ConditionWriteResult> {
   const { step, reason, message, ready, cause } = report;
+  // An apply merges this step's cause into the manager's own (another step's entry is another
+  // manager's); a read-modify-write rewrites the whole map from the fresh object.
   const fields = (fresh: StoredObject) => ({
     ...(typeof report.fields === 'function' ? report.fields(fresh) : report.fields),
-    [stepCausesField]: causesAfter(fresh.status, step, cause),
+    ...(report.live ? {} : { [stepCausesField]: causesAfter(fresh.status, step, cause) }),
   });
   return writeStep(clients, { ...report, fields }, 'Normal', log, {
     conditions: [
@@ -129,18 +139,27 @@ export async function completeStep(
 async function writeStep(
   clients: KubeClients,
   report: Omit<StepTarget, 'fields'> & {
+    step: string;
     reason: StepReason;
     message: string;
+    cause?: StepCause;
     fields?: ConditionChange['fields'];
   },
   eventType: 'Normal' | 'Warning',
   log: Logger | undefined,
   change: Omit<ConditionChange, 'fields'>,
 ): Promise<ConditionWriteResult> {
-  const result = await writeConditions(clients, report.target, report.ref, {
-    ...change,
-    fields: report.fields,
-  });
+  const full = { ...change, fields: report.fields };
+  const result = report.live
+    ? await applyConditions(clients, report.target, report.ref, full, {
+        manager: fieldManagerFor(report.component),
+        live: report.live,
+        // The success's cause (completeStep); a failure leaves the step's cause as it is.
+        ...(eventType === 'Normal'
+          ? { merge: () => ({ [stepCausesField]: { [report.step]: report.cause } }) }
+          : {}),
+      })
+    : await writeConditions(clients, report.target, report.ref, full);
   if (result.outcome === 'written')
     await recordEvent(
       clients,

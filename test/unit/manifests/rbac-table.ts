@@ -118,6 +118,7 @@ const eventGrant: Grant = {
 // shared/k8s/status-writer.ts: the object is read through the main resource (get), and the
 // status replaced whole with the read resourceVersion (PUT .../status = update). No patch.
 const statusWhy = 'status written by replace (PUT .../status) with the read resourceVersion';
+// shared/k8s/status-apply.ts: a step's ending by server-side apply (PATCH .../status).
 
 export const rbacTable: Record<string, Account> = {
   'host-lookup': {
@@ -133,7 +134,12 @@ export const rbacTable: Record<string, Account> = {
       { group: bpa, resource: 'images', verbs: ['get'], why: 'spec.image of a Provisioning: the Image it names, in its namespace (must be Ready)' },
     ],
     tenantGrants: [
-      { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `HostsResolved, Ready, status.nodes: ${statusWhy}` },
+      {
+        group: bpa,
+        resource: 'provisionings/status',
+        verbs: ['update', 'patch'],
+        why: 'HostsResolved, Ready, status.nodes: by server-side apply (patch, field manager bpa-host-lookup) with the read resourceVersion; the handled labels and retry by replace (PUT .../status)',
+      },
       {
         group: bpa,
         resource: 'provisionings',
@@ -208,7 +214,12 @@ export const rbacTable: Record<string, Account> = {
       { group: bpa, resource: 'provisionings', verbs: ['get'], why: 'the Provisioning of hosts.resolved, and before each status write' },
     ],
     tenantGrants: [
-      { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `InventoryRendered, Ready: ${statusWhy}` },
+      {
+        group: bpa,
+        resource: 'provisionings/status',
+        verbs: ['update', 'patch'],
+        why: 'InventoryRendered, Ready: by server-side apply (patch, field manager bpa-inventory-render) with the read resourceVersion; status.ownedObjects by replace (PUT .../status)',
+      },
       {
         group: '',
         resource: 'configmaps',
@@ -230,7 +241,12 @@ export const rbacTable: Record<string, Account> = {
       },
     ],
     tenantGrants: [
-      { group: bpa, resource: 'provisionings/status', verbs: ['update'], why: `JobLaunched, KudInstalled, Ready, status.job: ${statusWhy}` },
+      {
+        group: bpa,
+        resource: 'provisionings/status',
+        verbs: ['update', 'patch'],
+        why: 'JobLaunched (the launch: server-side apply, patch, field manager bpa-kud-job-launch, with the read resourceVersion), KudInstalled, Ready, status.job: by replace (PUT .../status) with the read resourceVersion',
+      },
       {
         group: bpa,
         resource: 'provisionings',
@@ -510,8 +526,14 @@ export const forbiddenSamples: (Permission & { heldBy?: string[] })[] = [
   { group: bpa, resource: 'softwares', verb: 'patch' },
   { group: 'batch', resource: 'jobs', verb: 'update' },
   { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', verb: 'create' },
-  // Granted once, never called (the code replaces status, upserts by replace, writes core Events).
-  { group: bpa, resource: 'provisionings/status', verb: 'patch' },
+  // The Provisioning's status is patched (server-side apply) only by the chain's three functions.
+  {
+    group: bpa,
+    resource: 'provisionings/status',
+    verb: 'patch',
+    heldBy: ['host-lookup', 'inventory-render', 'kud-job-launch'],
+  },
+  // Granted once, never called (the code upserts by replace, writes core Events).
   { group: '', resource: 'configmaps', verb: 'patch' },
   { group: 'events.k8s.io', resource: 'events', verb: 'create' },
 ];
