@@ -24,6 +24,8 @@ export const testEnv = {
   noNode: 'BPA_TEST_NO_NODE',
   /** Knative Eventing's version when the global setup installed it on the run's node. */
   knative: 'BPA_TEST_KNATIVE',
+  /** JSON: Knative's images on the run's node, `ko://<import path>` -> image by digest. */
+  knativeImages: 'BPA_TEST_KNATIVE_IMAGES',
   /** Why Knative Eventing is not installed (one line). */
   noKnative: 'BPA_TEST_NO_KNATIVE',
 } as const;

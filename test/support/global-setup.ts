@@ -37,32 +37,32 @@ function resolveTsFromJsSpecifiers(): void {
 const sharedCrdFolders = { METAL3_CRDS_DIR: 'metal3-crds', KNATIVE_CRDS_DIR: 'knative-crds' } as const;
 
 /**
- * Real Knative Eventing (built by engines/build.sh knative, installed from its module's config/)
- * on the run's node, for the suites under test/integration/knative/. On the real node only with
- * BPA_TEST_KNATIVE=1, until its install from Knative's images is wired in here (issue 24); unset
- * or 0 leaves it out (those suites then skip, saying why); any other failure fails the run.
+ * Real Knative Eventing on the run's node, from its images (engines/build.sh knative's binaries
+ * made into images by local/images/knative.ts, imported into the node, config/ installed with
+ * each `ko://` reference resolved by digest: local/knative/real-node.ts), for the suites under
+ * test/integration/knative/. BPA_TEST_KNATIVE=0 leaves it out (those suites then skip, saying
+ * why); any other failure fails the run.
  */
-async function installKnative(kubeconfigPath: string): Promise<void> {
+async function installKnative(
+  kubeconfigPath: string,
+  node: { importImage(tarPath: string): Promise<string> },
+): Promise<void> {
   const { testEnv } = await import('./control-plane-env.js');
-  if (process.env[testEnv.knative] !== '1') {
-    process.env[testEnv.noKnative] =
-      process.env[testEnv.knative] === '0'
-        ? `${testEnv.knative}=0`
-        : `Knative Eventing is not installed on the real node yet (its images: issue 24); ${testEnv.knative}=1 tries`;
+  if (process.env[testEnv.knative] === '0') {
+    process.env[testEnv.noKnative] = `${testEnv.knative}=0`;
     delete process.env[testEnv.knative];
     return;
   }
   const { KubeConfig } = await import('@kubernetes/client-node');
-  const { ensureKnativeBinaries } = await import('../../local/knative/binaries.js');
-  const { installKnativeEventing } = await import('../../local/knative/install.js');
+  const { installKnativeOnRealNode } = await import('../../local/knative/real-node.js');
   const say = (line: string) => process.stderr.write(`[knative] ${line}\n`);
-  await ensureKnativeBinaries('knative', { onProgress: say });
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfigPath);
-  const installed = await installKnativeEventing({ kubeConfig });
+  const installed = await installKnativeOnRealNode({ kubeConfig, node, log: say });
   process.env[testEnv.knative] = installed.version;
+  process.env[testEnv.knativeImages] = JSON.stringify(installed.images);
   say(
-    `Eventing ${installed.version} ready after ${installed.readyAfterMs} ms (${installed.workloads.length} workloads)`,
+    `Eventing ${installed.version} ready after ${installed.readyAfterMs} ms (${installed.workloads.length} workloads, from images)`,
   );
 }
 
@@ -119,7 +119,7 @@ export default async function globalSetup(): Promise<void> {
         `${readyMs} ms after its start; images found or built in ${images.buildMs} ms; ` +
         `${testImages.length} test images; setup ${Date.now() - started} ms\n`,
     );
-    await installKnative(cluster.controlPlane.kubeconfigPath);
+    await installKnative(cluster.controlPlane.kubeconfigPath, node);
   } catch (error) {
     const { reason, message } = describeError(error);
     // Only a machine that cannot run the node falls back; any other failure is a failure.

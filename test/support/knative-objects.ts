@@ -11,6 +11,7 @@ import {
 } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { waitFor } from '../../local/control-plane/wait.js';
+import { brokerIngressAddress } from '../../local/knative/real-node.js';
 
 const conditionsSchema = z.looseObject({
   status: z
@@ -57,13 +58,14 @@ export async function createObjects(kubeConfig: KubeConfig, namespace: string, o
     await client.create({ ...object, metadata: { namespace, ...object.metadata } } as KubernetesObject);
 }
 
-/** The MT broker's ingress as the test process reaches it: the ClusterIP of its Service. */
-export async function brokerIngressBase(kubeConfig: KubeConfig): Promise<string> {
-  const service = await kubeConfig
-    .makeApiClient(CoreV1Api)
-    .readNamespacedService({ name: 'broker-ingress', namespace: 'knative-eventing' });
-  return `http://${service.spec?.clusterIP}:80`;
-}
+/**
+ * The MT broker's ingress as the test process reaches it: a Ready ingress pod's IP (the machine
+ * routes the pod subnet). Not the Service's ClusterIP: on the real node kube-proxy's rules live
+ * in the node's network namespace only, so from the machine that address would take the
+ * machine's default route, off this machine.
+ */
+export const brokerIngressBase = (kubeConfig: KubeConfig): Promise<string> =>
+  brokerIngressAddress(kubeConfig);
 
 export const recordSchema = z.array(
   z.object({

@@ -6,14 +6,15 @@
  * A cluster of its own, not the run's: the OIDC flag is Eventing-wide (every ingress then wants a
  * token), so on the shared engine it would refuse the other suites' events. Its control plane
  * names `https://kubernetes.default.svc/openid/v1/jwks` as the issuer's jwks_uri
- * (--service-account-jwks-uri): by default kube-apiserver names its own address,
- * https://127.0.0.1:<port>, which no pod reaches (each has its own network namespace), and then
- * the ingress refuses every token, valid or not, with 401: its log says `failed to verify
- * signature: fetching keys oidc: get keys failed Get "https://127.0.0.1:<port>/openid/v1/jwks":
- * ... connect: connection refused` (the discovery document itself it reaches, through the
- * `kubernetes` Service). The first test shows the run's control plane as it is. Everything else
- * is Knative's and Kubernetes' code; the node (local/node) is OUR IMITATION of a kubelet, each pod
- * a local process.
+ * (--service-account-jwks-uri). By default kube-apiserver names its own address: on a control
+ * plane that binds loopback only that was https://127.0.0.1:<port>, which no pod reaches (each
+ * has its own network namespace), and the ingress then refused every token, valid or not, with
+ * 401 (`fetching keys oidc: get keys failed Get "https://127.0.0.1:<port>/openid/v1/jwks": ...
+ * connection refused`). The run's control plane now advertises the real node's relay address
+ * (10.249.0.1), which pods reach; the first test shows both. The cluster is a real node
+ * (local/kubelet-node: containerd, kubelet) with Knative's components from their images
+ * (local/knative/real-node.ts) and the suites' test images; everything is Knative's and
+ * Kubernetes' code.
  *
  * Senders: the test process with ServiceAccount tokens from the TokenRequest API for the Broker's
  * audience (status.address.audience); Knative's own ApiServerSource and PingSource adapters with
@@ -21,7 +22,6 @@
  * /oidc/token (how the functions could send: manifests/eventing/sink-bindings.yaml).
  */
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import {
   CoreV1Api,
@@ -33,13 +33,14 @@ import { z } from 'zod';
 import {
   createNamespace,
   projectCrds,
-  repoRoot,
   uniqueNamespaceName,
   waitFor,
 } from '../../../local/control-plane/index.js';
 import { serviceAccountJwksInCluster } from '../../../local/control-plane/control-plane.js';
-import { installKnativeEventing, knativeNamespace } from '../../../local/knative/install.js';
-import { defaultImageMapFile, startLocalCluster, type LocalCluster } from '../../../local/node/index.js';
+import { buildTestImages } from '../../../local/images/test-images.js';
+import { knativeNamespace } from '../../../local/knative/install.js';
+import { installKnativeOnRealNode } from '../../../local/knative/real-node.js';
+import { startRealNodeCluster, type RealNodeCluster } from '../../../local/stack/real-cluster.js';
 import { testKubeconfigPath } from '../../support/cluster.js';
 import {
   brokerIngressBase,
@@ -157,7 +158,7 @@ const addressSchema = z.looseObject({
 });
 
 describeOnKnative('EventPolicy with OIDC on real Knative Eventing (a cluster of its own)', () => {
-  let cluster: LocalCluster | undefined;
+  let cluster: RealNodeCluster | undefined;
   let kubeConfig: KubeConfig;
   let namespace: string;
   let recorder: Recorder;
@@ -203,16 +204,19 @@ describeOnKnative('EventPolicy with OIDC on real Knative Eventing (a cluster of 
     });
 
   beforeAll(async () => {
-    cluster = await startLocalCluster({
+    const quiet = () => undefined;
+    cluster = await startRealNodeCluster({
       crds: projectCrds().inputs,
-      handleSignals: false,
       serviceAccountJwksUri: serviceAccountJwksInCluster,
-      node: {
-        imageMapFiles: [defaultImageMapFile(), join(repoRoot(), 'test', 'fixtures', 'node', 'images.yaml')],
-      },
+      extraImages: buildTestImages({ only: ['event-recorder', 'node'], log: quiet }).map((i) => i.archive),
+      log: quiet,
     });
     kubeConfig = cluster.controlPlane.kubeConfig;
-    await installKnativeEventing({ kubeConfig, features: { 'authentication-oidc': 'enabled' } });
+    await installKnativeOnRealNode({
+      kubeConfig,
+      node: cluster.node,
+      features: { 'authentication-oidc': 'enabled' },
+    });
     namespace = await createNamespace(kubeConfig, uniqueNamespaceName('event-policy'));
     for (const name of ['allowed', 'other', 'watcher'])
       await core().createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
@@ -283,10 +287,11 @@ describeOnKnative('EventPolicy with OIDC on real Knative Eventing (a cluster of 
     await cluster?.stop();
   }, 120_000);
 
-  it("the run's control plane names its loopback address as the issuer's jwks_uri: no pod reaches it", () => {
+  it("the run's control plane names its advertised address as the issuer's jwks_uri; this cluster the in-cluster one", () => {
     const run = discovery(testKubeconfigPath());
     expect(run.issuer).toBe('https://kubernetes.default.svc');
-    expect(run.jwks_uri).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/openid\/v1\/jwks$/);
+    // The real node's relay address (local/kubelet-node/network.ts kubeletNodeApiAddress).
+    expect(run.jwks_uri).toMatch(/^https:\/\/10\.249\.0\.1:\d+\/openid\/v1\/jwks$/);
     const own = discovery(cluster!.controlPlane.kubeconfigPath);
     expect(own).toMatchObject({
       issuer: 'https://kubernetes.default.svc',

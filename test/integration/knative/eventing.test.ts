@@ -1,8 +1,8 @@
 /**
  * Real Knative Eventing (knative.dev/eventing v0.49.2: its controller, webhook, MT channel broker,
  * in-memory channel, ingress and filter, built from its Go modules and installed from its own
- * config/ by the global setup) on the run's node. The node (local/node) is OUR IMITATION of a
- * kubelet: each pod is a local process; everything else here is Knative's and Kubernetes' code.
+ * config/ by the global setup, each component from its image) on the run's node: a real kubelet
+ * with containerd (local/kubelet-node). Everything here is Knative's and Kubernetes' code.
  * Subscribers are the event recorder pod (test/fixtures/node/event-recorder.mjs).
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
@@ -74,7 +74,7 @@ describeOnKnative('Knative Eventing on the one-machine cluster', () => {
     await recorder?.release().catch(() => undefined);
   });
 
-  it("runs Knative's own config/: every component's pod on the run's node, images as config/ names them", async () => {
+  it("runs Knative's own config/: every component's pod on the run's node, from its image by digest", async () => {
     const apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     const deployments = await apps.listNamespacedDeployment({ namespace: knativeNamespace });
     const names = deployments.items.map((d) => d.metadata?.name).sort();
@@ -92,7 +92,13 @@ describeOnKnative('Knative Eventing on the one-machine cluster', () => {
     const images = deployments.items.flatMap(
       (d) => d.spec?.template.spec?.containers.map((c) => c.image) ?? [],
     );
-    expect(images).toContain('ko://knative.dev/eventing/cmd/broker/ingress');
+    // config/ names `ko://knative.dev/eventing/cmd/broker/ingress`; the install resolved it to the
+    // image built from that binary, by digest (the global setup's map, local/knative/real-node.ts).
+    const knativeImages = JSON.parse(process.env.BPA_TEST_KNATIVE_IMAGES ?? '{}') as Record<string, string>;
+    const ingressImage = knativeImages['ko://knative.dev/eventing/cmd/broker/ingress'];
+    expect(ingressImage).toMatch(/^localhost\/bpa-functions\/knative-eventing-[a-z-]+@sha256:[0-9a-f]{64}$/);
+    expect(images).toContain(ingressImage);
+    expect(images.filter((image) => image?.startsWith('ko://'))).toEqual([]);
     const pods = await cluster.kubeConfig
       .makeApiClient(CoreV1Api)
       .listNamespacedPod({ namespace: knativeNamespace });
