@@ -32,7 +32,7 @@ export type SshHostBehaviour =
  * poll, as a hung host would. Runs before the recorder's own lines; the commands
  * are the installer's own single-quoted words, so `eval set --` splits them as sh would.
  */
-const detachedInstallEmulation = `grep -q 'exec sleep' "$host_dir/behaviour.sh" || case $SSH_ORIGINAL_COMMAND in
+const detachedInstallEmulation = `printf '%s' "$behaviour" | grep -q 'exec sleep' || case $SSH_ORIGINAL_COMMAND in
 *"${statusPrefix}"*|*"${startedNotice}"*)
   eval "set -- $SSH_ORIGINAL_COMMAND"
   while [ $# -gt 0 ] && [ "$1" != -c ]; do shift; done
@@ -49,24 +49,28 @@ const detachedInstallEmulation = `grep -q 'exec sleep' "$host_dir/behaviour.sh" 
   if [ -d "$inst" ] && [ ! -f "$inst/exit" ]; then echo "${attachedNotice} ($inst)"; exit 0; fi
   rm -rf "$inst" && mkdir -p "$inst"
   export host_dir
-  ( sh "$host_dir/behaviour.sh" < /dev/null > "$inst/out" 2> "$inst/err"; echo $? > "$inst/exit.tmp"; mv "$inst/exit.tmp" "$inst/exit" ) < /dev/null > /dev/null 2>&1 &
+  ( sh -c "$behaviour" < /dev/null > "$inst/out" 2> "$inst/err"; echo $? > "$inst/exit.tmp"; mv "$inst/exit.tmp" "$inst/exit" ) < /dev/null > /dev/null 2>&1 &
   echo "${startedNotice} ($inst)"; exit 0 ;;
 esac`;
 
 /**
  * ForceCommand: `recorder.sh <host dir>`. One file per session, named so that a plain sort is
  * the order of arrival; written completely (tmp + mv) before the behaviour runs, so the record
- * exists by the time a client sees the exit status.
+ * exists by the time a client sees the exit status. The behaviour is read once, when the session
+ * starts, before anything is recorded: a test that waits for a record and then changes the
+ * behaviour changes the next session's, never the one it saw (read later, a loaded machine let
+ * the change reach the recorded session: software-install-job's "recovers between attempts").
  */
 export const recorderScript = `#!/bin/sh
 host_dir=$1
+behaviour=$(cat "$host_dir/behaviour.sh")
 ${detachedInstallEmulation}
 record="$host_dir/commands/$(date +%s%N).$$"
 printf '%s' "$SSH_ORIGINAL_COMMAND" > "$record.tmp" && mv "$record.tmp" "$record.cmd"
-. "$host_dir/behaviour.sh"
+eval "$behaviour"
 `;
 
-/** The host's `behaviour.sh`, which the recorder sources after recording the command. */
+/** The host's `behaviour.sh`, which the recorder reads as a session starts and runs after recording the command. */
 export function behaviourScript(behaviour: SshHostBehaviour): string {
   switch (behaviour.kind) {
     case 'succeed':
