@@ -348,7 +348,18 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     const ready = await waitFor(
       async () => {
         const current = await readProvisioning(chain.kubeConfig, traceNamespace, clusterB);
-        return conditionOf(current, 'Ready')?.status === 'True' ? current : undefined;
+        if (conditionOf(current, 'Ready')?.status === 'True') return current;
+        // Not yet: what the conditions say, for the timeout's message.
+        const conditions =
+          (
+            current as {
+              status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+            }
+          ).status?.conditions ?? [];
+        throw new Error(
+          conditions.map((c) => `${c.type}=${c.status} ${c.reason ?? ''}: ${c.message ?? ''}`).join('; ') ||
+            'no conditions',
+        );
       },
       {
         what: `Ready True on Provisioning ${traceNamespace}/${clusterB}`,
