@@ -69,7 +69,7 @@ async function installKnative(
 export default async function globalSetup(): Promise<void> {
   resolveTsFromJsSpecifiers();
   const { projectCrds, repoRoot, startControlPlane } = await import('../../local/control-plane/index.js');
-  const { startRealNodeCluster } = await import('../../local/stack/real-cluster.js');
+  const { jobImagesEnv, startRealNodeCluster } = await import('../../local/stack/real-cluster.js');
   const { buildTestImages } = await import('../../local/images/test-images.js');
   const { nodeUnavailableReason } = await import('../../local/stack/cluster.js');
   const { describeError } = await import('../../shared/errors.js');
@@ -101,18 +101,8 @@ export default async function globalSetup(): Promise<void> {
     process.env[testEnv.node] = node.name;
     process.env[testEnv.nodeHostPaths] = node.hostRoot;
     // The images the functions' Jobs name (install, kubeconfig publisher, cleanup, KUD's default):
-    // the node's own, by digest (test/support/node.ts nodeImageEnv).
-    const reference = (name: string) => {
-      const found = images.references[name];
-      if (!found) throw new Error(`npm run images built no ${name} image`);
-      return found;
-    };
-    process.env[testEnv.nodeImages] = JSON.stringify({
-      KUD_IMAGE: reference('kud-stand-in'),
-      CLEANUP_IMAGE: reference('cleanup'),
-      KUBECONFIG_PUBLISHER_IMAGE: reference('kud-job-launch'),
-      INSTALL_JOB_IMAGE: reference('software-install'),
-    });
+    // the node's own, by digest (test/support/node.ts nodeImageEnv), as `bpa dev` gives them.
+    process.env[testEnv.nodeImages] = JSON.stringify(jobImagesEnv(images.references));
     const { readyMs } = node.timings;
     process.stderr.write(
       `\n[cluster] real node ${node.name} (${node.addresses.nodeIp}, pods ${node.addresses.podCidr}) Ready ` +
