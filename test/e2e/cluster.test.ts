@@ -34,6 +34,7 @@ function isolatedEnv(): NodeJS.ProcessEnv {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('bpa cluster (a real process)', () => {
+  // As root (CI): the real cluster. Without root this case is skipped and the next one runs.
   (notRoot ? it.skip : it)(
     'runs the cluster on the real node with the project images: Jobs and the functions as pods, nothing left on SIGTERM',
     async () => {
@@ -189,6 +190,8 @@ describe('bpa cluster (a real process)', () => {
     1_200_000,
   );
 
+  // Without root only: `bpa cluster` says why and exits 1. Skipped as root (CI), where the case
+  // above runs; the one skip a CI run reports.
   (notRoot ? it : it.skip)(
     'without root says in one line that the real node cannot run, and exits 1',
     async () => {

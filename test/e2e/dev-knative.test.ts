@@ -23,6 +23,8 @@ import { generateEd25519KeyPair } from '../../local/lab/ssh-keys.js';
 const run = promisify(execFile);
 const notRoot = process.getuid?.() !== 0;
 if (notRoot) process.stderr.write('[dev-knative] skipping: the real node needs root\n');
+// Skipped only without root: the real node needs namespaces, cgroups and mounts (CI runs as root,
+// so there it always runs); the reason is also printed on stderr.
 const describeAsRoot = notRoot ? describe.skip : describe;
 
 const mac = '52:54:00:e2:e0:11';

@@ -40,6 +40,8 @@ import { eventDisplayObjects } from '../../support/real-node-knative.js';
 
 const notRoot = process.getuid?.() !== 0;
 if (notRoot) process.stderr.write('[real-node-eventing] skipping: the real node needs root\n');
+// Skipped only without root: the real node needs namespaces, cgroups and mounts (CI runs as root,
+// so there it always runs); the reason is also printed on stderr.
 const describeAsRoot = notRoot ? describe.skip : describe;
 
 const namespace = 'rn-eventing';

@@ -16,6 +16,8 @@ import { until } from '../../support/processes.js';
 
 const notRoot = process.getuid?.() !== 0;
 if (notRoot) process.stderr.write('[kubelet-node] skipping the crash clean-up: the real node needs root\n');
+// Skipped only without root: the real node needs namespaces, cgroups and mounts (CI runs as root,
+// so there it always runs); the reason is also printed on stderr.
 const describeAsRoot = notRoot ? describe.skip : describe;
 
 describeAsRoot('the real node after its launcher is SIGKILLed', () => {

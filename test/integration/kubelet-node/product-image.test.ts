@@ -42,6 +42,8 @@ import {
 
 const notRoot = process.getuid?.() !== 0;
 if (notRoot) process.stderr.write('[product-image] skipping: the real node and the image build need root\n');
+// Skipped only without root: the real node needs namespaces, cgroups and mounts (CI runs as root,
+// so there it always runs); the reason is also printed on stderr.
 const describeAsRoot = notRoot ? describe.skip : describe;
 
 const namespace = 'bpa-system';

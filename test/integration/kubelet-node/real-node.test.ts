@@ -26,6 +26,8 @@ if (notRoot)
   process.stderr.write(
     '[kubelet-node] skipping the real node: it needs root (namespaces, cgroups, mounts)\n',
   );
+// Skipped only without root: the real node needs namespaces, cgroups and mounts (CI runs as root,
+// so there it always runs); the reason is also printed on stderr.
 const describeAsRoot = notRoot ? describe.skip : describe;
 
 const namespace = 'default';

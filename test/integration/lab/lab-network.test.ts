@@ -27,6 +27,8 @@ const ip = (...args: string[]) => run('ip', args);
 
 const notRoot = process.getuid?.() !== 0;
 if (notRoot) process.stderr.write('[lab-network] skipping: the real node needs root (namespaces, cgroups)\n');
+// Skipped only without root: the real node needs namespaces, cgroups and mounts (CI runs as root,
+// so there it always runs); the reason is also printed on stderr.
 const describeAsRoot = notRoot ? describe.skip : describe;
 
 let controlPlane: ControlPlane;
