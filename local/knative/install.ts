@@ -1,3 +1,11 @@
+/**
+ * Installs REAL Knative Eventing (knative.dev/eventing, built from its Go modules by
+ * engines/build.sh knative) from its own config/ YAML: its CRDs, controller, webhook, MT channel
+ * broker, in-memory channel and sources, nothing of ours in their place. On the real node
+ * (local/knative/real-node.ts) each `ko://` image is resolved to the image built from that
+ * binary, by digest; on the imitation node (local/node, OUR IMITATION of a kubelet, still used by
+ * the chain suites) its image map runs the same binaries as processes.
+ */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { KubernetesObjectApi } from '@kubernetes/client-node';
 import { installCrds } from '../control-plane/crds.js';

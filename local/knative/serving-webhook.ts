@@ -1,3 +1,10 @@
+/**
+ * Installs REAL Knative Serving's admission webhook (knative.dev/serving, engines/build.sh
+ * knative-serving) from its own config/, so Knative Services are validated and defaulted by
+ * Serving's own code. Only the webhook: Serving's controller, activator and autoscaler do not run
+ * here (docs/knative.md), so a Knative Service becomes a Deployment through the local Serving
+ * overlay (serving-overlay.ts), which is ours.
+ */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { z } from 'zod';

@@ -1,3 +1,10 @@
+/**
+ * The chain on REAL Knative Eventing (install.ts): the manifests' Broker, Triggers and sources are
+ * Knative's, and the functions run as pods from manifests/. Knative Services run as a Deployment
+ * and a Service each through the local Serving overlay (OURS: Serving's controller cannot run
+ * here, docs/knative.md). On the real node (`node`) everything runs from images; without it, on
+ * the imitation node (local/node, OUR IMITATION of a kubelet).
+ */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,3 +1,10 @@
+/**
+ * `bpa demo`: the whole chain on a lab of machines. With a node, the lab's hosts are REAL
+ * OpenSSH sshd daemons in network namespaces of their own (openssh-hosts.ts, lab-network.ts),
+ * the cluster is the real node (local/kubelet-node) and the KUD Job runs the kud-stand-in image
+ * (real ansible-playbook, installs nothing: a STAND-IN for KUD). The DHCP lease file is an
+ * IMITATION (lease-file.ts: no dhcpd runs). With --no-node the hosts are SIMULATED (ssh-lab.ts).
+ */
 import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { DeliveryRecord } from '../broker/index.js';
 import { applyObject } from '../control-plane/apply.js';

@@ -7,7 +7,10 @@ const run = promisify(execFile);
 
 /**
  * The part of a real node's network the lab's hosts join (local/kubelet-node/network.ts
- * labAttachmentOf): the bridge lab0 in the node's namespace, its /24, the routes back.
+ * labAttachmentOf): the bridge lab0 in the node's namespace, its /24, the routes back. REAL
+ * Linux networking (veths, a bridge, routes, ip(8)); the hosts on it are real sshd daemons. The
+ * imitation node (local/node) still gets the same attachment shape, on its own bridge, until
+ * its last users move.
  */
 export type NodeNetworkAttachment = LabAttachment;
 
