@@ -9,6 +9,7 @@ import { labHosts, labProvisioning, type LabHost } from '../local/lab/lab-defini
 import { renderIscLeaseFile } from '../local/lab/lease-file.js';
 import { startStackCluster } from '../local/stack/cluster.js';
 import { createObjects, mtBroker, waitForKnativeReady } from '../test/support/knative-objects.js';
+import { podServiceObjects } from '../test/support/real-node-knative.js';
 import { measureApplyToJob } from './apply-to-job.js';
 
 /**
@@ -41,45 +42,11 @@ require('node:http').createServer((req, res) => {
 
 /** A counting subscriber as a Deployment and Service; resolves with its pod's count URL. */
 async function startCounter(kubeConfig: KubeConfig, namespace: string, name: string, image: string) {
-  const labels = { app: name };
-  await createObjects(kubeConfig, namespace, [
-    {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: {
-            containers: [
-              {
-                name: 'counter',
-                image,
-                imagePullPolicy: 'Never',
-                command: ['/usr/local/bin/node', '-e', counterScript],
-                ports: [{ containerPort: 8080 }],
-                readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-                securityContext: {
-                  allowPrivilegeEscalation: false,
-                  readOnlyRootFilesystem: true,
-                  runAsNonRoot: true,
-                  capabilities: { drop: ['ALL'] },
-                },
-              },
-            ],
-          },
-        },
-      },
-    } as KubernetesObject,
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name },
-      spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
-    } as KubernetesObject,
-  ]);
+  await createObjects(
+    kubeConfig,
+    namespace,
+    podServiceObjects(undefined, name, image, ['/usr/local/bin/node', '-e', counterScript]),
+  );
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const ip = await waitFor(
     async () =>
