@@ -155,6 +155,60 @@ export async function startRecorder(
   };
 }
 
+/**
+ * Waits until an event posted to Broker `broker` reaches `recorder` through a Trigger of
+ * `probeType` (routed to any path that answers 2xx): the data plane, not only the status, carries
+ * the Broker's Triggers. Knative's Ready does not say that: v0.49.2's in-memory channel
+ * dispatcher marks every subscriber of a channel Ready after each reconcile, also when it skipped
+ * programming its fanout because the channel was not Ready at that moment
+ * (pkg/reconciler/inmemorychannel/dispatcher/inmemorychannel.go: ReconcileKind patches the
+ * subscriber status after reconcile() returned early), and programs the fanout on a later
+ * reconcile. So create the probe Trigger after the others are Ready: the fanout that delivers a
+ * probe was built from a channel spec that holds every subscription added before it. Probes are
+ * posted once a second with ids `<broker>-probe-<n>`; filter them out where a test counts
+ * deliveries.
+ */
+export async function waitForBrokerDelivery(options: {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  broker: string;
+  recorder: Recorder;
+  probeType: string;
+  timeoutMs?: number;
+}): Promise<void> {
+  const { kubeConfig, namespace, broker, recorder, probeType } = options;
+  const prefix = `${broker}-probe-`;
+  let sent = 0;
+  let lastStatus: number | string = 'none yet';
+  await waitFor(
+    async () => {
+      const received = await recorder.received();
+      if (received.some((r) => String(r.headers['ce-id']).startsWith(prefix))) return true;
+      sent += 1;
+      lastStatus = await fetch(`${await brokerIngressAddress(kubeConfig)}/${namespace}/${broker}`, {
+        method: 'POST',
+        headers: {
+          'ce-specversion': '1.0',
+          'ce-type': probeType,
+          'ce-source': 'waitForBrokerDelivery',
+          'ce-id': `${prefix}${sent}`,
+          'content-type': 'application/json',
+        },
+        body: '{}',
+      }).then(
+        (response) => response.status,
+        (error: unknown) => String(error),
+      );
+      throw new Error(`${sent} probes posted, none delivered; the ingress last answered ${lastStatus}`);
+    },
+    {
+      what: `a probe event through Broker ${namespace}/${broker} to reach the recorder`,
+      timeoutMs: options.timeoutMs ?? 60_000,
+      intervalMs: 1000,
+    },
+  );
+}
+
 /** A Broker of the MT channel broker class; `async` copies the async handler to its channel. */
 export function mtBroker(name: string, options: { async?: boolean } = {}): KubernetesObject {
   return {

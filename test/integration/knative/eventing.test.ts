@@ -17,6 +17,7 @@ import {
   mtBroker,
   startRecorder,
   waitForKnativeReady,
+  waitForBrokerDelivery,
   type Recorder,
 } from '../../support/knative.js';
 
@@ -68,6 +69,25 @@ describeOnKnative('Knative Eventing on the one-machine cluster', () => {
     ]);
     for (const name of ['sync', 'async']) await ready('Broker', name);
     for (const name of ['wanted', 'unwanted', 'sync-hold', 'async-hold']) await ready('Trigger', name);
+    // Ready is the control plane's word; a probe through a Trigger made after the others shows
+    // the data plane carries them too (waitForBrokerDelivery says why the two can differ).
+    await createObjects(cluster.kubeConfig, cluster.namespace, [
+      trigger('sync-probe', 'sync', 'test.probe', '/ok'),
+      trigger('async-probe', 'async', 'test.probe', '/ok'),
+    ]);
+    for (const [name, broker] of [
+      ['sync-probe', 'sync'],
+      ['async-probe', 'async'],
+    ] as const) {
+      await ready('Trigger', name);
+      await waitForBrokerDelivery({
+        kubeConfig: cluster.kubeConfig,
+        namespace: cluster.namespace,
+        broker,
+        recorder,
+        probeType: 'test.probe',
+      });
+    }
   }, 240_000);
 
   afterAll(async () => {
