@@ -19,6 +19,7 @@ import { onboardNamespace } from '../control-plane/tenant.js';
 import { repoRoot } from '../control-plane/repo-root.js';
 import { waitFor } from '../control-plane/wait.js';
 import { ensureKnativeBinaries } from './binaries.js';
+import { proveBrokerDelivery } from './delivery-probe.js';
 import { installKnativeEventing, knativeNamespace, type KnativeInstall } from './install.js';
 import { releasedImageName, resolveKoImages } from './ko-images.js';
 import { brokerIngressAddress, installKnativeOnRealNode, type ImageImporter } from './real-node.js';
@@ -258,6 +259,35 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
   const ingressBase = options.node
     ? await brokerIngressAddress(options.kubeConfig)
     : `http://${(await core.readNamespacedService({ name: 'broker-ingress', namespace: knativeNamespace })).spec?.clusterIP ?? '127.0.0.1'}`;
+  // Ready is the control plane's word; a probe shows the data plane carries the Triggers too
+  // (delivery-probe.ts). Under event authorization the Broker admits only the senders its
+  // EventPolicy names, and this process is none of them: there the probe cannot be sent.
+  const broker = overlay.objects.find((o) => o.kind === 'Broker');
+  const deadLetter = overlay.objects.find(
+    (o) => o.kind === 'Deployment' && o.metadata?.name === 'dead-letter',
+  );
+  if (
+    broker?.metadata?.name &&
+    installNamespace &&
+    deadLetter &&
+    !components.includes('event-authorization')
+  ) {
+    const probeMs = await proveBrokerDelivery({
+      kubeConfig: options.kubeConfig,
+      namespace: installNamespace,
+      broker: broker.metadata.name,
+      ingressBase,
+      sink: {
+        service: 'dead-letter',
+        podSelector: 'serving.knative.dev/service=dead-letter',
+        container: 'event-display',
+      },
+      timeoutMs,
+    });
+    log(
+      `knative: a probe event went through the Broker to the dead-letter sink (${(probeMs / 1000).toFixed(1)} s)`,
+    );
+  }
   const readyAfterMs = Date.now() - started;
   log(`knative: the chain is ready after ${(readyAfterMs / 1000).toFixed(1)} s`);
   return {

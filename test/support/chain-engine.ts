@@ -42,6 +42,7 @@ import {
 import { serviceAccountJwksInCluster } from '../../local/control-plane/control-plane.js';
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
+import { deliveryProbeType } from '../../local/knative/delivery-probe.js';
 import { startKnativeStack } from '../../local/knative/stack.js';
 import { startStack, stackBrokerName, stackNamespace, type Stack } from '../../local/stack/index.js';
 import { startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
@@ -394,7 +395,10 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
     async deadLetters() {
       const current = ready();
       if (engine === 'embedded') return [...current.deadLetters];
-      return parseEventDisplay(await podLog(current.setup.kubeConfig, 'dead-letter', 'event-display'));
+      // The stack's start-up probe (local/knative/delivery-probe.ts) went to the same sink.
+      return parseEventDisplay(await podLog(current.setup.kubeConfig, 'dead-letter', 'event-display')).filter(
+        (letter) => letter.type !== deliveryProbeType,
+      );
     },
     async releaseKudJob(clusterName, exitCode) {
       const current = ready();
