@@ -12,7 +12,6 @@ import {
 import { claimedHostsField, claimedHostsOf, retainedHostsField } from '../../shared/core/host-claim.js';
 import { clusterConfigMapName } from '../../shared/core/names.js';
 import { markManaged } from '../../shared/core/ownership.js';
-import { BpaError } from '../../shared/errors.js';
 import { planNodes } from '../../shared/core/node-plan.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { EventTypes } from '../../shared/events/types.js';
@@ -46,6 +45,7 @@ import { jobState, lastBytes, podLogTail, podsOfJob } from '../../shared/k8s/job
 import { failedNodesSummary } from '../../shared/core/ansible-progress.js';
 import { nodesFromLog, progressLogTail, recordedNodes } from './record-progress.js';
 import { jobsFinished, kudRunDuration, timeToReady } from './metrics.js';
+import { refusalOf } from './step-refusal.js';
 
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
 
@@ -203,14 +203,9 @@ export async function completeJob(
     );
   } catch (error) {
     // A <cluster>-configmap the functions did not create: left untouched, reported.
-    if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
-    return failProvisioning(
-      clients,
-      context.functionName,
-      live,
-      { step, reason: Reason.ObjectConflict, message: error.message },
-      context.log,
-    );
+    const refusal = refusalOf(error, step);
+    if (!refusal) throw error;
+    return failProvisioning(clients, context.functionName, live, refusal, context.log);
   }
   // Hosts whose nodes left the spec were kept claimed until KUD ran without them (drained and
   // removed by remove-node.yml, or left out of a full install): released now, after the success.
