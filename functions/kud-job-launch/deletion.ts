@@ -22,7 +22,7 @@ import {
 } from '../../shared/k8s/provisioning.js';
 import { unpausedSince } from '../../shared/k8s/paused.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import type { Logger } from '../../shared/log.js';
+import type { FunctionContext } from '../../shared/server/types.js';
 import { placementOf, type KudJobLaunchConfig } from './config.js';
 
 export type DeletionStep =
@@ -51,13 +51,12 @@ const secondsSince = (time: unknown, now: Date) => {
  * never touched. Idempotent: each sweep (or event) takes the next step from what the API says.
  */
 export async function advanceDeletion(
+  context: FunctionContext<KudJobLaunchConfig>,
   clients: KubeClients,
-  config: KudJobLaunchConfig,
   live: StoredObject,
-  component: string,
-  log: Logger,
   now: Date = new Date(),
 ): Promise<DeletionStep | undefined> {
+  const { config, functionName: component, log } = context;
   if (!live.metadata.deletionTimestamp || !hasFinalizer(live, cleanupFinalizer)) return undefined;
   const ref = provisioningRef(live);
   const identity = provisioningIdentity(ref);

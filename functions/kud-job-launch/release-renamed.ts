@@ -25,7 +25,7 @@ import {
 } from '../../shared/k8s/provisioning.js';
 import { updateStatus } from '../../shared/k8s/status-writer.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import type { Logger } from '../../shared/log.js';
+import type { FunctionContext } from '../../shared/server/types.js';
 import { placementOf, type KudJobLaunchConfig } from './config.js';
 
 /** The Provisioning still releases old cluster names (a rename, shared/core/released-clusters.ts). */
@@ -62,31 +62,28 @@ export type ReleaseStep = 'removing' | 'cleaning' | 'released' | 'given-up';
  * verb no function holds.
  */
 export async function releaseRenamed(
+  context: FunctionContext<KudJobLaunchConfig>,
   clients: KubeClients,
-  config: KudJobLaunchConfig,
   live: StoredObject,
-  component: string,
-  log: Logger,
   now: Date = new Date(),
 ): Promise<Record<string, ReleaseStep>> {
   const steps: Record<string, ReleaseStep> = {};
   for (const entry of releasingClustersOf(live.status)) {
     // Renamed back: the name is this Provisioning's cluster again (host-lookup drops the entry).
     if (entry.cluster === clusterOf(live)) continue;
-    steps[entry.cluster] = await releaseOne(clients, config, live, entry, component, log, now);
+    steps[entry.cluster] = await releaseOne(context, clients, live, entry, now);
   }
   return steps;
 }
 
 async function releaseOne(
+  context: FunctionContext<KudJobLaunchConfig>,
   clients: KubeClients,
-  config: KudJobLaunchConfig,
   live: StoredObject,
   entry: ReleasingCluster,
-  component: string,
-  log: Logger,
   now: Date,
 ): Promise<ReleaseStep> {
+  const { config, functionName: component, log } = context;
   const ref = provisioningRef(live);
   const { namespace } = ref;
   const functionsNamespace = config.FUNCTIONS_NAMESPACE;

@@ -49,11 +49,10 @@ export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<voi
       deleting(item) || releasesRenamed(item) || awaitsCompletion(item) || awaitsKubeconfig(item),
     redrive: async (item, clients) => {
       if (deleting(item)) {
-        await advanceDeletion(clients, context.config, item, context.functionName, context.log);
+        await advanceDeletion(context, clients, item);
         return undefined;
       }
-      if (releasesRenamed(item))
-        await releaseRenamed(clients, context.config, item, context.functionName, context.log);
+      if (releasesRenamed(item)) await releaseRenamed(context, clients, item);
       if (!awaitsCompletion(item)) {
         await advanceKubeconfig(context, clients, item);
         return undefined;
