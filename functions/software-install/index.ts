@@ -5,7 +5,6 @@ import {
   SourceEventTypes,
   clusterReadyDataSchema,
   kubeObjectSchema,
-  pingDataSchema,
   type ClusterReadyData,
   type KubeObjectData,
 } from '../../shared/events/types.js';
@@ -15,6 +14,7 @@ import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
 import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
 import { defineStep } from '../../shared/k8s/define-step.js';
+import { sweepOnPing } from '../../shared/k8s/sweep.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import {
   on,
@@ -62,11 +62,6 @@ const onSoftwareChange = defineStep<SoftwareInstallConfig, KubeObjectData>({
     return 'event' in outcome ? outcome.event : undefined;
   },
 });
-
-async function onPing(context: FunctionContext<SoftwareInstallConfig>): Promise<HandlerResult> {
-  await sweep(context);
-  return undefined;
-}
 
 /**
  * installSoftware; a transient fault (API hiccup) is recorded as Installed=Unknown with its
@@ -125,7 +120,7 @@ export const definition: FunctionDefinition<SoftwareInstallConfig> = {
     [SourceEventTypes.resourceAdd]: on(kubeObjectSchema, onSoftwareChange),
     [SourceEventTypes.resourceUpdate]: on(kubeObjectSchema, onSoftwareChange),
     [EventTypes.clusterReady]: on(clusterReadyDataSchema, onClusterReady),
-    [SourceEventTypes.ping]: on(pingDataSchema, onPing),
+    [SourceEventTypes.ping]: sweepOnPing(sweep),
   },
   configSchema: softwareInstallConfigSchema,
   metrics: softwareInstallMetrics,
