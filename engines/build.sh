@@ -194,32 +194,40 @@ if [ "$set_name" = knative-serving ]; then
   knative_set KNATIVE_SERVING_ASSETS knative-serving knative-serving knative.dev/serving/cmd webhook
 fi
 
-if [ "$set_name" = gitops-check ]; then
-  src=$(provided gitops-check)
+# One main package of the wrapper module engines/<name>, built into the cache as <name> unless an
+# override (KUBEBUILDER_ASSETS, TEST_ASSET_<NAME>) provides the binary. Prints the directory.
+single_binary() {
+  local name=$1 package=$2 src
+  src=$(provided "$name")
   if [ -n "$src" ]; then
-    log "gitops-check: using $src"
-    echo "$(dirname "$(realpath "$src")")"
+    log "$name: using $src"
+    dirname "$(realpath "$src")"
     exit 0
   fi
+  [ -x "$cache/$name" ] || build_go "$name" "$name" "$name" -ldflags "-s -w" "$package"
+  log "$name: $cache/$name"
+  echo "$cache"
+  exit 0
+}
+case "$set_name" in
   # Our own main package: `go build .` in its module (a minute or three the first time).
-  [ -x "$cache/gitops-check" ] || build_go gitops-check gitops-check gitops-check -ldflags "-s -w" .
-  log "gitops-check: $cache/gitops-check"
-  echo "$cache"
-  exit 0
-fi
+  gitops-check) single_binary gitops-check . ;;
+  bmo) single_binary bmo github.com/metal3-io/baremetal-operator ;;
+  coredns) single_binary coredns github.com/coredns/coredns ;;
+  s3) single_binary versitygw github.com/versity/versitygw/cmd/versitygw ;;
+esac
 
-if [ "$set_name" = bmo ]; then
-  src=$(provided bmo)
-  if [ -n "$src" ]; then
-    log "bmo: using $src"
-    echo "$(dirname "$(realpath "$src")")"
-    exit 0
-  fi
-  [ -x "$cache/bmo" ] || build_go bmo bmo bmo -ldflags "-s -w" github.com/metal3-io/baremetal-operator
-  log "bmo: $cache/bmo"
-  echo "$cache"
-  exit 0
-fi
+# Kubernetes' own binaries (the control plane, the node's): stripped, and reporting their version
+# (component-base, client-go) as Kubernetes' release build sets it.
+kubernetes_ldflags() {
+  local major minor flags="-s -w" p
+  major=${KUBERNETES_VERSION#v}; major=${major%%.*}
+  minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $p.gitVersion=${KUBERNETES_VERSION} -X $p.gitMajor=${major} -X $p.gitMinor=${minor}"
+  done
+  echo "$flags"
+}
 
 if [ "$set_name" = containerd ]; then
   # Static (CGO_ENABLED=0), so no btrfs, devmapper, zfs or aufs snapshotter: the node uses overlayfs.
@@ -237,55 +245,16 @@ if [ "$set_name" = node ]; then
     echo "$NODE_ASSETS"
     exit 0
   fi
-  node_ldflags="-s -w"
-  node_major=${KUBERNETES_VERSION#v}; node_major=${node_major%%.*}
-  node_minor=${KUBERNETES_VERSION#v*.}; node_minor=${node_minor%%.*}
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    node_ldflags+=" -X $p.gitVersion=${KUBERNETES_VERSION} -X $p.gitMajor=${node_major} -X $p.gitMinor=${node_minor}"
-  done
   missing=() pkgs=()
   for name in kubelet kube-proxy; do
     [ -x "$cache/$name" ] || { missing+=("$name"); pkgs+=("k8s.io/kubernetes/cmd/$name"); }
   done
   # The same wrapper module as the control plane, so its Go build cache is shared.
-  [ ${#missing[@]} -eq 0 ] || build_go kubernetes kubernetes-node "${missing[*]}" -ldflags "$node_ldflags" "${pkgs[@]}"
+  [ ${#missing[@]} -eq 0 ] || build_go kubernetes kubernetes-node "${missing[*]}" -ldflags "$(kubernetes_ldflags)" "${pkgs[@]}"
   log "node: kubelet kube-proxy in $cache"
   echo "$cache"
   exit 0
 fi
-
-if [ "$set_name" = coredns ]; then
-  src=$(provided coredns)
-  if [ -n "$src" ]; then
-    log "coredns: using $src"
-    echo "$(dirname "$(realpath "$src")")"
-    exit 0
-  fi
-  [ -x "$cache/coredns" ] || build_go coredns coredns coredns -ldflags "-s -w" github.com/coredns/coredns
-  log "coredns: $cache/coredns"
-  echo "$cache"
-  exit 0
-fi
-
-if [ "$set_name" = s3 ]; then
-  src=$(provided versitygw)
-  if [ -n "$src" ]; then
-    log "versitygw: using $src"
-    echo "$(dirname "$(realpath "$src")")"
-    exit 0
-  fi
-  [ -x "$cache/versitygw" ] || build_go versitygw versitygw versitygw -ldflags "-s -w" github.com/versity/versitygw/cmd/versitygw
-  log "versitygw: $cache/versitygw"
-  echo "$cache"
-  exit 0
-fi
-
-major=${KUBERNETES_VERSION#v}; major=${major%%.*}
-minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
-ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $p.gitVersion=${KUBERNETES_VERSION} -X $p.gitMajor=${major} -X $p.gitMinor=${minor}"
-done
 
 if [ -n "$(need_build etcd)" ]; then
   build_go etcd etcd etcd go.etcd.io/etcd/server/v3
@@ -295,7 +264,7 @@ if [ -n "${kube// /}" ]; then
   pkgs=()
   for name in $kube; do pkgs+=("k8s.io/kubernetes/cmd/$name"); done
   # One go build for all of them: the shared packages compile once.
-  build_go kubernetes kubernetes "${kube% }" -ldflags "$ldflags" "${pkgs[@]}"
+  build_go kubernetes kubernetes "${kube% }" -ldflags "$(kubernetes_ldflags)" "${pkgs[@]}"
 fi
 for name in "${binaries[@]}"; do [ -n "$(provided "$name")" ] || log "$name: $cache/$name"; done
 
