@@ -47,6 +47,15 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
+# Each real node (containerd, kubelet, kube-proxy, CoreDNS) holds about 20 inotify instances, and a
+# test run has up to four nodes at once (both projects' shared ones, two suites' own) beside its
+# own watchers: Debian's default of 128 per user runs out and a kubelet fails to start
+# ("inotify_init: too many open files"), the limit kind's docs tell multi-node users to raise.
+if [ "$purpose" = test ] && [ "$(id -u)" = 0 ] && [ "$(sysctl -n fs.inotify.max_user_instances)" -lt 1024 ]; then
+  echo "[prereqs] raising fs.inotify.max_user_instances to 1024 (the real nodes use about 20 each)" >&2
+  sysctl -qw fs.inotify.max_user_instances=1024
+fi
+
 bash engines/build.sh >/dev/null
 # The S3 server (versitygw) of the image service's tests and `bpa dev`: minutes the first time, then cached.
 bash engines/build.sh s3 >/dev/null
