@@ -4,7 +4,10 @@
  * ctr enter both with nsenter. Inside, tmpfs covers /run, /var/lib and /var/log (the kubelet writes
  * /var/lib/kubelet/device-plugins and /var/log/containers, libcni caches in /var/lib/cni, ctr finds
  * containerd's FIFOs under /run/containerd), so two nodes never share a path and everything they
- * wrote vanishes with the namespace. The node's /opt is <work>/host/opt of the machine (a bind
+ * wrote vanishes with the namespace. Except containerd's root, /var/lib/containerd: the images'
+ * content and unpacked snapshots (gigabytes for the project's images) would live in memory on a
+ * tmpfs, about 4 GB a node, and a test run has several nodes at once; it is <work>/containerd on
+ * the machine's disk (bind-mounted), removed with the work directory. The node's /opt is <work>/host/opt of the machine (a bind
  * mount): hostPath volumes there (the KUD Job's /opt/kud/multi-cluster, made here as on a KUD
  * host, since a hostPath of no type must exist) never touch the machine's /opt, and a process
  * outside the node reads and writes them at that path. Files holding the values the kubelet expects are bind-mounted
@@ -36,6 +39,8 @@ const kernelDefaults: Record<string, string> = {
 const holderScript = `set -e
 work=$1; shift
 for dir in /run /var/lib /var/log; do mount -t tmpfs -o mode=755 bpa-node "$dir"; done
+mkdir -p "$work/containerd" /var/lib/containerd
+mount --bind "$work/containerd" /var/lib/containerd
 mkdir -p "$work/host/opt/kud/multi-cluster"
 mount --bind "$work/host/opt" /opt
 mkdir -p "$work/sysctl"
