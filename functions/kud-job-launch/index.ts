@@ -8,6 +8,7 @@ import {
   type KubeObjectData,
 } from '../../shared/events/types.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
+import { functionName } from './name.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import {
   on,
@@ -45,7 +46,7 @@ async function onPing(context: FunctionContext<KudJobLaunchConfig>): Promise<Han
 }
 
 export const definition: FunctionDefinition<KudJobLaunchConfig> = {
-  name: 'kud-job-launch',
+  name: functionName,
   events: {
     [EventTypes.inventoryRendered]: on(inventoryRenderedDataSchema, onInventoryRendered),
     [SourceEventTypes.resourceUpdate]: on(kubeObjectSchema, onJobChange),
