@@ -14,6 +14,7 @@ import { clusterFactsFor } from './cluster-facts.js';
 import { stopHostIndexes } from './host-watch.js';
 import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
 import { recordHandling, rerunReason } from './lifecycle.js';
+import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
 import { hostLookupMetrics } from './metrics.js';
 import { resolveProvisioning } from './resolve-provisioning.js';
 import { resumeChain, sweep } from './sweep.js';
@@ -58,7 +59,7 @@ const onProvisioningChange = defineStep<HostLookupConfig, KubeObjectData>({
         generation: live.metadata.generation ?? 0,
         why: rerun,
       });
-    const current = await recordHandling(clients, live, rerun);
+    const current = await recordHandling(clients, fieldManagerFor(context.functionName), live, rerun);
     if (!current) return undefined;
     const outcome = await resolveProvisioning(context, clients, clusterFactsFor(context), current, cause);
     return outcome.kind === 'skipped' ? undefined : outcome.event;

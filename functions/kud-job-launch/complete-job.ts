@@ -24,7 +24,9 @@ import {
   provisioningSchema,
 } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../shared/k8s/condition-writer.js';
+import { functionManager } from './name.js';
+
 import { ownershipOf, recordOwned, withRecordedOwnership } from '../../shared/k8s/owned-objects.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
@@ -151,14 +153,20 @@ export async function completeJob(
   };
   if (state === 'failed') {
     // The pod, its last lines and the nodes first, then the failure that points to them.
-    await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
-      conditions: [],
-      fields: withNodes,
-      alreadyDone: (_conditions, fresh) =>
-        Object.entries(withNodes(fresh)).every(([key, value]) =>
-          isDeepStrictEqual(fresh.status?.[key], value),
-        ),
-    });
+    await applyConditions(
+      clients,
+      provisioningTarget(ref.namespace, ref.name),
+      ref,
+      {
+        conditions: [],
+        fields: withNodes,
+        alreadyDone: (_conditions, fresh) =>
+          Object.entries(withNodes(fresh)).every(([key, value]) =>
+            isDeepStrictEqual(fresh.status?.[key], value),
+          ),
+      },
+      { manager: functionManager, live },
+    );
     // The pod gone (its log with it): what the reads while it ran recorded.
     const failedHosts = failedNodesSummary(withNodes(live).nodes ?? recordedNodes(live));
     const event = await failProvisioning(
@@ -197,6 +205,7 @@ export async function completeJob(
     await recordOwned(
       clients,
       provisioningTarget(ref.namespace, ref.name),
+      functionManager,
       owner.uid,
       'ConfigMap',
       written.configMap.metadata,

@@ -7,6 +7,7 @@ import {
   type KubeObjectData,
 } from '../../shared/events/types.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
+import { functionName } from './name.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import { on, type FunctionContext, type FunctionDefinition } from '../../shared/server/types.js';
 import { kudJobLaunchConfigSchema, type KudJobLaunchConfig } from './config.js';
@@ -35,7 +36,7 @@ const onJobChange = (context: FunctionContext<KudJobLaunchConfig>, object: KubeO
   onJobUpdate(context, kubeClients(context.kubeConfig), object);
 
 export const definition: FunctionDefinition<KudJobLaunchConfig> = {
-  name: 'kud-job-launch',
+  name: functionName,
   events: {
     [EventTypes.inventoryRendered]: on(inventoryRenderedDataSchema, onInventoryRendered),
     [SourceEventTypes.resourceUpdate]: on(kubeObjectSchema, onJobChange),

@@ -31,6 +31,8 @@ import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
 import { recordOwned } from '../../shared/k8s/owned-objects.js';
+import { functionManager } from './name.js';
+
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
@@ -100,7 +102,7 @@ export async function launchJob(
   // The Provisioning as last read or written here: the base of the status applies (no GET).
   let base = live;
   const record = async (kind: string, metadata: V1ObjectMeta | undefined) => {
-    base = (await recordOwned(clients, target, owner.uid, kind, metadata, base)) ?? base;
+    base = (await recordOwned(clients, target, functionManager, owner.uid, kind, metadata, base)) ?? base;
   };
   const installerSettings = await readInstallerSettings(clients, context.config.FUNCTIONS_NAMESPACE);
   const settings = {

@@ -26,7 +26,7 @@ import { softwareInstallConfigSchema, type SoftwareInstallConfig } from './confi
 import { decideInstall, installSoftware } from './install-software.js';
 import { softwareInstallMetrics } from './metrics.js';
 import { SoftwareCondition, softwareRef, softwareTarget } from './software-status.js';
-import { functionName } from './name.js';
+import { functionManager, functionName } from './name.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
@@ -78,6 +78,7 @@ function installRecordingFaults(
     softwareTarget(ref.namespace, ref.name),
     ref,
     SoftwareCondition.installed,
+    functionManager,
     context.log,
     () => installSoftware(context, clients, live),
   );
