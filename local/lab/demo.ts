@@ -68,7 +68,8 @@ const defaultTimeouts = {
   image: 120_000,
   provisioning: 240_000,
   software: 180_000,
-  knative: 300_000,
+  // Knative's images are built (the first time: 13 images, ~750 MiB) and imported into the node.
+  knative: 600_000,
 };
 
 /**
