@@ -8,7 +8,6 @@ import { fleetScaleBench } from './fleet-scale.js';
 import { functionsBench } from './functions.js';
 import { imagesBench } from './images.js';
 import { knativeBench } from './knative.js';
-import { knativeRealNodeBench } from './knative-real-node.js';
 import { kubeletNodeBench } from './kubelet-node.js';
 import { resolutionBench } from './resolution.js';
 import { softwareLifecycleBench } from './software-lifecycle.js';
@@ -33,7 +32,6 @@ const benches: BenchModule[] = [
   fleetScaleBench,
   chainSpeedBench,
   knativeBench,
-  knativeRealNodeBench,
 ];
 
 // `npm run bench -- broker functions` runs only the modules whose names contain one of the words.

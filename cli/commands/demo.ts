@@ -9,13 +9,14 @@ const usage = `Usage: bpa demo [--engine embedded|knative] [--no-node] [--port N
 Runs the whole chain on this machine against a lab of three hosts, and explains each step:
   1. the one-machine cluster (bpa cluster): etcd, kube-apiserver, kube-controller-manager,
      kube-scheduler and a real node (containerd, kubelet, kube-proxy) with the project's
-     images (with --engine knative, for now, the node that runs pods as local processes);
+     images;
   2. the lab: three BareMetalHosts with inspected NICs, a DHCP lease file, and a real OpenSSH
      sshd per host in its own network namespace on the node's network (apt-get there is
      recorded and answered, never run; nothing is installed anywhere);
   3. the event engine and the four functions: the embedded stack (an in-process Knative broker
      and sources, the functions in this process), or with --engine knative real Knative
-     Eventing on the node (built from its Go modules) with the functions as its pods;
+     Eventing on the node (built from its Go modules, run from its images) with the
+     functions as pods of their images;
   4. a Provisioning (2 masters, 1 worker): hosts resolved, inventory rendered, KUD Job launched
      and run on the node by Kubernetes' Job controller (its container is the KUD installer
      stand-in: real Ansible reads the inventory and pings every host), cluster Ready;

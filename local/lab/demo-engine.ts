@@ -1,15 +1,18 @@
 /**
  * Step 3 of `bpa demo`: the event engine on the cluster the demo started. `embedded`: the
  * in-process broker and sources, the functions in this process; `knative`: real Knative
- * Eventing on the node, the functions as its pods.
+ * Eventing on the real node (local/kubelet-node), its components and the functions as pods from
+ * their images, as `bpa dev --engine knative` runs them.
  */
 import type { DeliveryRecord } from '../broker/index.js';
 import { startKnativeStack } from '../knative/stack.js';
+import { shippedFunctionsNamespace } from '../control-plane/tenant.js';
 import { startStack, type Stack } from '../stack/index.js';
 import type { StackCluster } from '../stack/cluster.js';
 import type { DemoOutput } from './demo-output.js';
 import { StepFailure, totalSteps, withTimeout } from './demo-steps.js';
 import type { Lab } from './lab.js';
+import { labForPods } from './lab-for-pods.js';
 
 /** The lab's settings for the functions, as bpa-config values (the functions run as pods there). */
 export function knativeConfigOf(env: Record<string, string | undefined>): Record<string, string> {
@@ -31,8 +34,6 @@ export interface DemoStack {
 
 export interface DemoEngineOptions {
   engine: 'embedded' | 'knative';
-  /** Whether the cluster has its node (Knative needs it). */
-  onNode: boolean;
   cluster: StackCluster;
   lab: Lab;
   out: DemoOutput;
@@ -50,28 +51,39 @@ export interface DemoEngineOptions {
  * there still stops it and names its log).
  */
 export async function startDemoEngine(options: DemoEngineOptions): Promise<DemoStack> {
-  const { engine, onNode, cluster, lab, out, timeouts, showEvent } = options;
+  const { engine, cluster, lab, out, timeouts, showEvent } = options;
   if (engine === 'knative') {
-    if (!onNode)
+    const node = cluster.kubeletNode;
+    if (!node)
       throw new StepFailure(
         'start Knative Eventing',
         '--engine knative needs the node (root and network namespaces)',
       );
     out.step(3, totalSteps, 'Start real Knative Eventing and the functions on the node');
     out.dim(
-      'Knative Eventing built from its Go modules, installed from its own config/; manifests/ applied, its Knative Services as Deployments (Serving cannot run here)',
+      "Knative Eventing built from its Go modules into images, imported into the node and installed from its own config/; manifests/ applied with the project's images, its Knative Services as Deployments (Serving cannot run here)",
     );
     await withTimeout('create the lab resources', timeouts.lab, lab.applyToCluster(cluster.kubeConfig));
+    // The functions are pods: the lab's lease file and known_hosts go to a ConfigMap and a Secret.
+    const forPods = await withTimeout(
+      'create the lab resources',
+      timeouts.lab,
+      labForPods(cluster.kubeConfig, lab, shippedFunctionsNamespace),
+    );
     const knative = await withTimeout(
       'start Knative Eventing',
       timeouts.knative,
       startKnativeStack({
         kubeConfig: cluster.kubeConfig,
-        config: knativeConfigOf(lab.functionsEnv),
+        node,
+        config: forPods.config,
         log: (line) => out.dim(line),
         timeoutMs: timeouts.knative,
       }),
-    );
+    ).catch((error: unknown) => {
+      forPods.stop();
+      throw error;
+    });
     for (const note of knative.notes) out.dim(`serving overlay: ${note}`);
     out.info(
       `engine      Knative Eventing ${knative.install.version} (real), ${knative.ready.length} objects Ready`,
@@ -82,7 +94,8 @@ export async function startDemoEngine(options: DemoEngineOptions): Promise<DemoS
       kubeConfig: cluster.kubeConfig,
       ingressUrl: `${knative.ingressBase}/bpa-system/default`,
       watchHint: `kubectl --kubeconfig ${cluster.kubeconfigPath} get brokers,triggers,apiserversources,pingsources,pods -A`,
-      stop: async () => undefined,
+      // Knative and the functions go with the cluster; only the lease file's copying is ours.
+      stop: async () => forPods.stop(),
     };
   }
 

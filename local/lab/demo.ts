@@ -1,9 +1,13 @@
 /**
- * `bpa demo`: the whole chain on a lab of machines. With a node, the lab's hosts are REAL
- * OpenSSH sshd daemons in network namespaces of their own (openssh-hosts.ts, lab-network.ts),
- * the cluster is the real node (local/kubelet-node) and the KUD Job runs the kud-stand-in image
- * (real ansible-playbook, installs nothing: a STAND-IN for KUD). The DHCP lease file is an
- * IMITATION (lease-file.ts: no dhcpd runs). With --no-node the hosts are SIMULATED (ssh-lab.ts).
+ * `bpa demo`: the whole chain on a lab of machines. With a node, the cluster is the real node
+ * (local/kubelet-node: containerd, kubelet, kube-proxy, with the project's images), the lab's
+ * hosts are REAL OpenSSH sshd daemons in network namespaces of their own on the node's lab
+ * bridge (openssh-hosts.ts, lab-network.ts), and the KUD Job runs the kud-stand-in image (real
+ * ansible-playbook, installs nothing: a STAND-IN for KUD). With --engine knative the events go
+ * through REAL Knative Eventing (its own code, from images) and the functions run as pods of
+ * their images (demo-engine.ts), as `bpa dev --engine knative` runs them. The DHCP lease file is
+ * an IMITATION (lease-file.ts: no dhcpd runs). With --no-node the hosts are SIMULATED
+ * (ssh-lab.ts).
  */
 import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { DeliveryRecord } from '../broker/index.js';
@@ -36,8 +40,6 @@ export interface DemoOptions {
   node?: boolean;
   /** Where the cluster's admin kubeconfig is written (kept). Default: a temporary file. */
   kubeconfigOut?: string;
-  /** Image maps the node reads after its own (tests). */
-  extraImageMaps?: string[];
   /** Per-step budgets in ms. */
   timeouts?: Partial<
     Record<'cluster' | 'stack' | 'knative' | 'lab' | 'image' | 'provisioning' | 'software', number>
@@ -46,8 +48,8 @@ export interface DemoOptions {
   keepUntil?: () => Promise<void>;
   /**
    * The event engine: `embedded` (default) the in-process broker and sources, with the functions
-   * in this process; `knative` real Knative Eventing on the node (local/knative/), the functions
-   * as its pods. `knative` needs the node.
+   * in this process; `knative` real Knative Eventing on the real node (local/knative/), its
+   * components and the functions as pods from their images. `knative` needs the node.
    */
   engine?: 'embedded' | 'knative';
 }
@@ -66,12 +68,14 @@ const defaultTimeouts = {
   image: 120_000,
   provisioning: 240_000,
   software: 180_000,
-  knative: 300_000,
+  // Knative's images are built (the first time: 13 images, ~750 MiB) and imported into the node.
+  knative: 600_000,
 };
 
 /**
- * `bpa demo`: the one-machine cluster (control plane, Kubernetes' controllers, the node), a lab
- * of three hosts on the node's network (real sshd), the embedded stack, then one Provisioning and
+ * `bpa demo`: the one-machine cluster (control plane, Kubernetes' controllers, the real node), a
+ * lab of three hosts on the node's network (real sshd), the event engine (the embedded stack, or
+ * real Knative Eventing with the functions as pods), then one Provisioning and
  * one Software through the whole chain, every step shown as it happens. The KUD Job really runs
  * on the node: its container is the KUD installer stand-in, which checks the inventory with
  * Ansible and pings every lab host. With `node: false` (or where the node cannot run) it runs on
@@ -106,18 +110,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     cluster = await withTimeout(
       'start the cluster',
       timeouts.cluster,
+      // Either engine runs on the real node (local/kubelet-node, with the project's images).
       startStackCluster({
         node: options.node ?? true,
-        // The embedded engine runs on the real node (local/kubelet-node, with the project's
-        // images); --engine knative stays on the imitation until Knative moves (issue 24).
-        realNode: engine === 'embedded',
+        realNode: options.node ?? true,
         ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
-        ...(options.extraImageMaps ? { extraImageMaps: options.extraImageMaps } : {}),
       }),
     );
     if (cluster.fallback) out.fail(`${cluster.fallback}; running on the control plane alone (--no-node)`);
     for (const line of describeStackCluster(cluster)) out.info(line);
-    const onNode = cluster.node !== undefined || cluster.kubeletNode !== undefined;
+    const onNode = cluster.kubeletNode !== undefined;
 
     out.step(2, totalSteps, 'Prepare the lab');
     lab = await withTimeout(
@@ -148,7 +150,6 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const activeLab = lab;
     stack = await startDemoEngine({
       engine,
-      onNode,
       cluster,
       lab: activeLab,
       out,

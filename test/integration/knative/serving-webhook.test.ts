@@ -2,14 +2,15 @@
  * The Knative Services of manifests/ through Knative Serving's own admission webhook.
  *
  * Real: Serving's webhook (knative.dev/serving v0.50.0, built from its Go module by
- * engines/build.sh knative-serving), installed from the module's own config/ YAML
- * (local/knative/serving-webhook.ts: CRDs, ConfigMaps, RBAC, Deployment, Service, Secret and
- * webhook configurations, unchanged); Kubernetes' kube-apiserver, which calls it for every ksvc
- * (`kubectl apply --dry-run=server` runs the whole admission chain: Serving's defaulting, the CRD
- * schema, Serving's validation); kube-controller-manager and kube-scheduler. Imitated: the node
- * (local/node, OUR IMITATION of a kubelet), which runs the webhook's pod as a local process in a
- * network namespace of its own. Serving's controller, activator and autoscaler do not run (they
- * need Envoy: docs/knative.md), so nothing here turns a ksvc into pods.
+ * engines/build.sh knative-serving, made into its image by local/images/knative.ts), installed
+ * from the module's own config/ YAML (local/knative/serving-webhook.ts: CRDs, ConfigMaps, RBAC,
+ * Deployment, Service, Secret and webhook configurations, unchanged but for the image resolved
+ * to the one imported: installServingWebhookOnRealNode); Kubernetes' kube-apiserver, which calls
+ * it for every ksvc (`kubectl apply --dry-run=server` runs the whole admission chain: Serving's
+ * defaulting, the CRD schema, Serving's validation); kube-controller-manager, kube-scheduler and
+ * the real node (local/kubelet-node: containerd, kubelet, kube-proxy), which runs the webhook's
+ * pod from its image. Serving's controller, activator and autoscaler do not run (they need
+ * Envoy: docs/knative.md), so nothing here turns a ksvc into pods.
  *
  * On a cluster of its own: Serving's webhook intercepts every ksvc, and the shared suites create
  * theirs without it. The SSH timeout below software-install's timeoutSeconds is checked on the
@@ -21,12 +22,8 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { z } from 'zod';
 import { waitFor } from '../../../local/control-plane/wait.js';
-import { ensureKnativeBinaries } from '../../../local/knative/binaries.js';
-import {
-  installServingWebhook,
-  servingNamespace,
-  type ServingWebhookInstall,
-} from '../../../local/knative/serving-webhook.js';
+import { installServingWebhookOnRealNode } from '../../../local/knative/real-node.js';
+import { servingNamespace, type ServingWebhookInstall } from '../../../local/knative/serving-webhook.js';
 import { startStackCluster, type StackCluster } from '../../../local/stack/cluster.js';
 import { describeOnKnative } from '../../support/knative.js';
 import {
@@ -107,11 +104,13 @@ const denial = (webhook: string) => `admission webhook "${webhook}" denied the r
 // Skips where the other Knative suites skip (no node, BPA_TEST_KNATIVE=0), saying why.
 describeOnKnative("Knative Serving's admission webhook on a cluster of its own", () => {
   beforeAll(async () => {
-    await ensureKnativeBinaries('knative-serving', {
-      onProgress: (line) => process.stderr.write(`[knative-serving] ${line}\n`),
+    cluster = await startStackCluster({ realNode: true, fallBack: false });
+    // Serving's binaries (built when missing), its webhook's image imported into the node.
+    installed = await installServingWebhookOnRealNode({
+      kubeConfig: cluster.kubeConfig,
+      node: cluster.kubeletNode!,
+      log: (line) => process.stderr.write(`[knative-serving] ${line}\n`),
     });
-    cluster = await startStackCluster({ fallBack: false });
-    installed = await installServingWebhook({ kubeConfig: cluster.kubeConfig });
     const whoami = await run(['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
     expect(whoami.code).toBe(0);
     username = whoami.stdout.trim();
@@ -128,11 +127,17 @@ describeOnKnative("Knative Serving's admission webhook on a cluster of its own",
     await cluster?.stop();
   }, 120_000);
 
-  it('runs the webhook alone, from config/, and registers it with the API server', async () => {
+  it('runs the webhook alone, from config/ and its image, and registers it with the API server', async () => {
     expect(installed.workloads).toEqual(['deployment/webhook']);
     const apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     const deployments = await apps.listNamespacedDeployment({ namespace: servingNamespace });
     expect(deployments.items.map((d) => d.metadata?.name)).toEqual(['webhook']);
+    // From its image as imported into the node, never pulled.
+    const container = deployments.items[0]?.spec?.template.spec?.containers[0];
+    expect(container?.image).toMatch(
+      /^localhost\/bpa-functions\/knative-serving-webhook@sha256:[0-9a-f]{64}$/,
+    );
+    expect(container?.imagePullPolicy).toBe('Never');
     // config.webhook.serving.knative.dev ships without rules: the running webhook writes them.
     const config = await run([
       'get',
