@@ -218,15 +218,7 @@ async function removeFields(
     { op: 'test', path: pointer(field), value: stored.status?.[field] },
     { op: 'remove', path: pointer(field) },
   ]);
-  try {
-    return (await clients.custom.patchNamespacedCustomObjectStatus(
-      { ...request, body },
-      jsonPatch,
-    )) as StoredObject;
-  } catch (error) {
-    if (isConflict(error) || isNotFound(error) || apiStatusCode(error) === 422) return stored;
-    throw error;
-  }
+  return patchStatusIfUnchanged(clients, request, stored, body);
 }
 
 /** Removes conditions by index, each guarded by a test of its type (JSON patch). */
@@ -246,14 +238,26 @@ async function removeConditions(
     { op: 'test', path: `/status/conditions/${index}/type`, value: type },
     { op: 'remove', path: `/status/conditions/${index}` },
   ]);
+  return patchStatusIfUnchanged(clients, request, stored, body);
+}
+
+/**
+ * A JSON patch of the status whose `test` operations guard what it removes. Best effort: when
+ * what it tests moved under us (422), the object changed (409) or is gone (404), it returns what
+ * was read; the apply itself is recorded, and the next status write derives kstatus again.
+ */
+async function patchStatusIfUnchanged(
+  clients: KubeClients,
+  request: { group: string; version: string; plural: string; namespace: string; name: string },
+  stored: StoredObject,
+  body: object[],
+): Promise<StoredObject> {
   try {
     return (await clients.custom.patchNamespacedCustomObjectStatus(
       { ...request, body },
       jsonPatch,
     )) as StoredObject;
   } catch (error) {
-    // Best effort: the list moved under us (the test failed) or the write failed; the apply itself
-    // is recorded, and the next status write derives kstatus again.
     if (isConflict(error) || isNotFound(error) || apiStatusCode(error) === 422) return stored;
     throw error;
   }
