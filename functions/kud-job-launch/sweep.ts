@@ -2,9 +2,7 @@ import type { CloudEvent } from 'cloudevents';
 import { cancelAnnotation, cleanupFinalizer } from '../../shared/core/lifecycle-names.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { applyConditions } from '../../shared/k8s/condition-writer.js';
-import { functionManager } from './name.js';
-
+import { writeConditions } from '../../shared/k8s/condition-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { hasFinalizer } from '../../shared/k8s/finalizers.js';
 import { jobState, deleteJob } from '../../shared/k8s/jobs.js';
@@ -51,10 +49,11 @@ export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<voi
       deleting(item) || releasesRenamed(item) || awaitsCompletion(item) || awaitsKubeconfig(item),
     redrive: async (item, clients) => {
       if (deleting(item)) {
-        await advanceDeletion(context, clients, item);
+        await advanceDeletion(clients, context.config, item, context.functionName, context.log);
         return undefined;
       }
-      if (releasesRenamed(item)) await releaseRenamed(context, clients, item);
+      if (releasesRenamed(item))
+        await releaseRenamed(clients, context.config, item, context.functionName, context.log);
       if (!awaitsCompletion(item)) {
         await advanceKubeconfig(context, clients, item);
         return undefined;
@@ -106,21 +105,15 @@ async function relaunchMissing(
   const ref = provisioningRef(item);
   const name = String(item.status?.jobName);
   const message = `Job ${name} disappeared while the Provisioning waited for it; a new Job is launched for generation ${ref.generation}`;
-  const result = await applyConditions(
-    clients,
-    provisioningTarget(ref.namespace, ref.name),
-    ref,
-    {
-      conditions: [
-        { type: ProvisioningCondition.kudInstalled, status: 'False', reason: Reason.JobMissing, message },
-        // Not launched any more: the launch below (or the next sweep) launches again.
-        { type: ProvisioningCondition.jobLaunched, status: 'Unknown', reason: Reason.JobMissing, message },
-        { type: ProvisioningCondition.ready, status: 'Unknown', reason: Reason.JobMissing, message },
-      ],
-      fields: { job: undefined },
-    },
-    { manager: functionManager, live: item },
-  );
+  const result = await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
+    conditions: [
+      { type: ProvisioningCondition.kudInstalled, status: 'False', reason: Reason.JobMissing, message },
+      // Not launched any more: the launch below (or the next sweep) launches again.
+      { type: ProvisioningCondition.jobLaunched, status: 'Unknown', reason: Reason.JobMissing, message },
+      { type: ProvisioningCondition.ready, status: 'Unknown', reason: Reason.JobMissing, message },
+    ],
+    fields: { job: undefined },
+  });
   if (result.outcome !== 'written') return undefined;
   await recordEvent(
     clients,

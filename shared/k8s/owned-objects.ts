@@ -15,7 +15,7 @@ import { BpaError } from '../errors.js';
 import type { KubeClients } from './clients.js';
 import { getCustomObject } from './custom-objects.js';
 import type { StatusTarget } from './custom-objects.js';
-import { applyStatusDecided } from './status-apply.js';
+import { updateStatus } from './status-writer.js';
 import type { StoredObject } from './stored-object.js';
 
 /**
@@ -74,14 +74,12 @@ export async function withRecordedOwnership<T>(
 }
 
 /**
- * Records the created (or used) object's uid in the owner's status, applied as `manager`;
- * nothing when it is already recorded, or the status belongs to another object of that name
- * (another uid). The list is atomic: its last writer owns it, and restates it whole.
+ * Records the created (or used) object's uid in the owner's status; nothing when it is already
+ * recorded, or the status belongs to another object of that name (another uid).
  */
 export async function recordOwned(
   clients: KubeClients,
   target: StatusTarget,
-  manager: string,
   ownerUid: string,
   kind: string,
   metadata: V1ObjectMeta | undefined,
@@ -89,35 +87,34 @@ export async function recordOwned(
 ): Promise<StoredObject | undefined> {
   const entry = ownedEntry(kind, metadata);
   if (!entry) return live;
-  const result = await applyStatusDecided(
+  const result = await updateStatus(
     clients,
     target,
-    manager,
     (fresh) => {
       if (fresh.metadata.uid !== ownerUid) return undefined;
       const owned = ownedObjectsOf(fresh.status);
       if (owned.some((item) => isSame(item, entry) && item.uid === entry.uid)) return undefined;
-      return { conditions: [], fields: { [ownedObjectsField]: withOwnedObject(owned, entry) } };
+      return { ...fresh.status, [ownedObjectsField]: withOwnedObject(owned, entry) };
     },
-    live ? { first: live } : {},
+    5,
+    live,
   );
   return result.outcome === 'gone' ? undefined : result.object;
 }
 
-/** Drops the entry of a deleted object, applied as `manager`. */
+/** Drops the entry of a deleted object. */
 export async function forgetOwned(
   clients: KubeClients,
   target: StatusTarget,
-  manager: string,
   ownerUid: string,
   entry: Omit<OwnedObject, 'uid'>,
 ): Promise<void> {
-  await applyStatusDecided(clients, target, manager, (fresh) => {
+  await updateStatus(clients, target, (fresh) => {
     if (fresh.metadata.uid !== ownerUid) return undefined;
     const owned = ownedObjectsOf(fresh.status);
     if (!owned.some((item) => isSame(item, entry))) return undefined;
     const left = withoutOwnedObject(owned, entry);
-    return { conditions: [], fields: { [ownedObjectsField]: left.length > 0 ? left : undefined } };
+    return { ...fresh.status, [ownedObjectsField]: left.length > 0 ? left : undefined };
   });
 }
 

@@ -5,15 +5,16 @@ export interface CustomResource {
   plural: string;
 }
 
-/** A custom resource of the project's own API group and version (manifests/crds/). */
-const bpaResource = (plural: string): CustomResource => ({
+export const provisioningsResource: CustomResource = {
   group: 'bpa.akraino.org',
   version: 'v1alpha1',
-  plural,
-});
-
-export const provisioningsResource = bpaResource('provisionings');
-export const softwaresResource = bpaResource('softwares');
+  plural: 'provisionings',
+};
+export const softwaresResource: CustomResource = {
+  group: 'bpa.akraino.org',
+  version: 'v1alpha1',
+  plural: 'softwares',
+};
 export const bareMetalHostsResource: CustomResource = {
   group: 'metal3.io',
   version: 'v1alpha1',

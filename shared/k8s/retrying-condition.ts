@@ -1,7 +1,7 @@
 import { describeError, httpStatusFor } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
-import { applyConditions, type GenerationRef } from './condition-writer.js';
+import { type GenerationRef, writeConditions } from './condition-writer.js';
 import type { StatusTarget } from './custom-objects.js';
 
 /**
@@ -17,35 +17,27 @@ export async function recordRetrying(
   target: StatusTarget,
   ref: GenerationRef,
   conditionType: string,
-  /** The field manager of the write (status-apply.ts fieldManagerFor). */
-  manager: string,
   error: unknown,
   log: Logger,
 ): Promise<void> {
   if (httpStatusFor(error) < 500) return;
   const { reason, message } = describeError(error);
   try {
-    await applyConditions(
-      clients,
-      target,
-      ref,
-      {
-        conditions: [
-          {
-            type: conditionType,
-            status: 'Unknown',
-            reason,
-            message: `${message} (will be retried)`,
-          },
-        ],
-        alreadyDone: (conditions) =>
-          conditions.some(
-            (c) =>
-              c.type === conditionType && c.observedGeneration === ref.generation && c.status !== 'Unknown',
-          ),
-      },
-      { manager },
-    );
+    await writeConditions(clients, target, ref, {
+      conditions: [
+        {
+          type: conditionType,
+          status: 'Unknown',
+          reason,
+          message: `${message} (will be retried)`,
+        },
+      ],
+      alreadyDone: (conditions) =>
+        conditions.some(
+          (c) =>
+            c.type === conditionType && c.observedGeneration === ref.generation && c.status !== 'Unknown',
+        ),
+    });
   } catch (writeError) {
     log.warn('could not record the transient failure on status', {
       reason,
@@ -60,14 +52,13 @@ export async function withRetryingCondition<T>(
   target: StatusTarget,
   ref: GenerationRef,
   conditionType: string,
-  manager: string,
   log: Logger,
   step: () => Promise<T>,
 ): Promise<T> {
   try {
     return await step();
   } catch (error) {
-    await recordRetrying(clients, target, ref, conditionType, manager, error, log);
+    await recordRetrying(clients, target, ref, conditionType, error, log);
     throw error;
   }
 }
