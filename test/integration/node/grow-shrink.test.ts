@@ -140,9 +140,13 @@ async function readyFor(generation: number) {
     async () => {
       const live = await read();
       const found = live.status?.conditions?.find((c) => c.type === 'Ready');
-      return found && found.observedGeneration === generation && found.status !== 'Unknown'
-        ? { ...found, logTail: live.status?.job?.logTail }
-        : undefined;
+      if (found && found.observedGeneration === generation && found.status !== 'Unknown')
+        return { ...found, logTail: live.status?.job?.logTail };
+      // On a timeout, the conditions as they stand say where the chain stopped.
+      const seen = (live.status?.conditions ?? []).map(
+        (c) => `${c.type}=${c.status}/${c.reason ?? ''}@${c.observedGeneration ?? '?'}: ${c.message ?? ''}`,
+      );
+      throw new Error(`generation ${live.metadata?.generation}; ${seen.join('; ')}`);
     },
     { what: `Ready of ${name} decided for generation ${generation}`, timeoutMs: 240_000, intervalMs: 500 },
   );
