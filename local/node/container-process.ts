@@ -172,6 +172,8 @@ export function startContainerProcess(
     pid,
     exited,
     signal: (signal) => {
+      // No pid (the spawn failed): -(-1) would be PID 1.
+      if (pid <= 0) return;
       try {
         process.kill(-pid, signal);
       } catch {
