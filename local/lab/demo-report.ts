@@ -52,11 +52,22 @@ export async function showKudLogs(out: DemoOutput, kubeConfig: KubeConfig, names
   const jobName = kudJobName(labCluster);
   try {
     const pods = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` });
-    const pod = pods.items.at(-1)?.metadata?.name;
+    const found = pods.items.at(-1);
+    const pod = found?.metadata?.name;
     if (!pod) return;
     const text = await core.readNamespacedPodLog({ name: pod, namespace, container: 'kud' });
     out.dim(`kubectl logs ${pod} (the KUD installer stand-in):`);
     for (const line of String(text).trimEnd().split('\n')) out.dim(`  ${line}`);
+    // A container that ended badly: how (a signal, OOMKilled, an eviction), which its log cannot say.
+    const ended = found.status?.containerStatuses?.find((c) => c.name === 'kud')?.state?.terminated;
+    if (ended && ended.exitCode !== 0)
+      out.dim(
+        `container kud ended: ${ended.reason ?? 'no reason'}, exit code ${ended.exitCode}${ended.signal ? `, signal ${ended.signal}` : ''}${ended.message ? `: ${ended.message}` : ''}`,
+      );
+    if (found.status?.reason)
+      out.dim(
+        `pod ${pod}: ${found.status.phase ?? ''} ${found.status.reason}: ${found.status.message ?? ''}`,
+      );
   } catch (error) {
     out.dim(`no logs of Job ${jobName}: ${describeError(error).message}`);
   }
