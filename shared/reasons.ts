@@ -29,6 +29,9 @@ export interface ReasonSpec {
   sweep?: SweepPolicy;
 }
 
+/** A stop on a False condition: what re-runs its step (`sweep`, above), then what it means. */
+const stop = (sweep: SweepPolicy, means: string) => ({ status: 'False', means, sweep }) as const;
+
 export const conditionReasons = {
   // Provisioning: progress and success.
   HostsResolved: { status: 'True', means: 'Every node has an IP address; status.nodes lists them' },
@@ -39,105 +42,86 @@ export const conditionReasons = {
   Provisioning: { status: 'Unknown', means: 'Ready: a step succeeded and the chain goes on' },
 
   // Provisioning: the spec is wrong (only a spec change helps).
-  InvalidProvisioning: { status: 'False', means: 'The resource fails its schema', sweep: 'change' },
-  InvalidMacAddress: { status: 'False', means: 'A MAC address is malformed', sweep: 'change' },
-  MacAddressMissing: { status: 'False', means: 'A master or worker has no MAC address', sweep: 'change' },
-  MastersMissing: { status: 'False', means: 'The spec lists no master', sweep: 'change' },
-  DuplicateNodeLabel: { status: 'False', means: 'Two nodes share a label', sweep: 'change' },
-  DuplicateMacAddress: { status: 'False', means: 'Two nodes share a MAC address', sweep: 'change' },
+  InvalidProvisioning: stop('change', 'The resource fails its schema'),
+  InvalidMacAddress: stop('change', 'A MAC address is malformed'),
+  MacAddressMissing: stop('change', 'A master or worker has no MAC address'),
+  MastersMissing: stop('change', 'The spec lists no master'),
+  DuplicateNodeLabel: stop('change', 'Two nodes share a label'),
+  DuplicateMacAddress: stop('change', 'Two nodes share a MAC address'),
 
   // Provisioning: the world is not (yet) as the spec says.
-  HostNotFound: { status: 'False', means: 'No BareMetalHost has the MAC address', sweep: 'retry' },
-  IpAddressNotFound: { status: 'False', means: 'No IP source knows the MAC address', sweep: 'retry' },
-  VmNotFound: {
-    status: 'False',
-    means: 'No running VM (Virtlet pod or KubeVirt VirtualMachineInstance) has the MAC address',
-    sweep: 'retry',
-  },
-  ImageNotFound: {
-    status: 'False',
-    means: 'spec.image names an Image that is not in the namespace; nothing is written to the hosts',
-    sweep: 'retry',
-  },
-  ImageNotReady: {
-    status: 'False',
-    means: 'spec.image names an Image that is not verified (Ready) yet; nothing is written to the hosts',
-    sweep: 'retry',
-  },
+  HostNotFound: stop('retry', 'No BareMetalHost has the MAC address'),
+  IpAddressNotFound: stop('retry', 'No IP source knows the MAC address'),
+  VmNotFound: stop(
+    'retry',
+    'No running VM (Virtlet pod or KubeVirt VirtualMachineInstance) has the MAC address',
+  ),
+  ImageNotFound: stop(
+    'retry',
+    'spec.image names an Image that is not in the namespace; nothing is written to the hosts',
+  ),
+  ImageNotReady: stop(
+    'retry',
+    'spec.image names an Image that is not verified (Ready) yet; nothing is written to the hosts',
+  ),
   WaitingForProvisioning: {
     status: 'Unknown',
     means:
       "A BareMetalHost is not yet `provisioned` or `externally provisioned` in Metal3's status.provisioning.state (contract section 13), or not yet inspected while its node asks for cpu or memory (the preflight, contract section 14: nothing is claimed or written to a host until then); the message names each such host and its state. The sweep looks again",
     sweep: 'retry',
   },
-  HostProvisioningFailed: {
-    status: 'False',
-    means:
-      "A BareMetalHost is in one of Metal3's error states (status.errorType, operationalStatus error); the message is Metal3's. The sweep looks again, so the Provisioning proceeds once Metal3 recovers the host",
-    sweep: 'retry',
-  },
-  PreflightFailed: {
-    status: 'False',
-    means:
-      "A BareMetalHost's inspected hardware (status.hardware.cpu.count, ramMebibytes) is less than its node's cpu or memory, or Metal3 never inspected it (contract section 14); nothing is claimed or written to a host. The message names the host, what it has and what the node asks. The sweep looks again, so a smaller spec or a re-inspected host lets it proceed",
-    sweep: 'retry',
-  },
-  PreviousJobRunning: {
-    status: 'False',
-    means: 'An older Job with another inventory still runs; it is replaced once it finishes',
-    sweep: 'retry',
-  },
-  JobFailed: { status: 'False', means: 'The KUD Job failed (contract section 6 wording)', sweep: 'change' },
-  MasterRemovalRefused: {
-    status: 'False',
-    means:
-      'The spec removes masters from an installed cluster that etcd would lose its quorum without (the masters that stay must be more than half of the former ones: 3 -> 2 goes, 2 -> 1 does not), or removes the first master, which Kubespray cannot remove (contract section 14); nothing is run, nothing is removed',
-    sweep: 'change',
-  },
-  MixedNodeChange: {
-    status: 'False',
-    means:
-      'The spec adds and removes nodes of an installed cluster in one change; Kubespray joins (scale.yml) and removes (remove-node.yml) in separate runs, so remove first, then add (contract section 14); nothing is run',
-    sweep: 'change',
-  },
+  HostProvisioningFailed: stop(
+    'retry',
+    "A BareMetalHost is in one of Metal3's error states (status.errorType, operationalStatus error); the message is Metal3's. The sweep looks again, so the Provisioning proceeds once Metal3 recovers the host",
+  ),
+  PreflightFailed: stop(
+    'retry',
+    "A BareMetalHost's inspected hardware (status.hardware.cpu.count, ramMebibytes) is less than its node's cpu or memory, or Metal3 never inspected it (contract section 14); nothing is claimed or written to a host. The message names the host, what it has and what the node asks. The sweep looks again, so a smaller spec or a re-inspected host lets it proceed",
+  ),
+  PreviousJobRunning: stop(
+    'retry',
+    'An older Job with another inventory still runs; it is replaced once it finishes',
+  ),
+  JobFailed: stop('change', 'The KUD Job failed (contract section 6 wording)'),
+  MasterRemovalRefused: stop(
+    'change',
+    'The spec removes masters from an installed cluster that etcd would lose its quorum without (the masters that stay must be more than half of the former ones: 3 -> 2 goes, 2 -> 1 does not), or removes the first master, which Kubespray cannot remove (contract section 14); nothing is run, nothing is removed',
+  ),
+  MixedNodeChange: stop(
+    'change',
+    'The spec adds and removes nodes of an installed cluster in one change; Kubespray joins (scale.yml) and removes (remove-node.yml) in separate runs, so remove first, then add (contract section 14); nothing is run',
+  ),
 
   // Provisioning: its lifecycle (contract section 10).
-  ClusterNameInUse: {
-    status: 'False',
-    means: 'Another Provisioning owns the cluster name; this one proceeds once the name is free',
-    sweep: 'retry',
-  },
-  HostInUse: {
-    status: 'False',
-    means:
-      'A BareMetalHost (spec.consumerRef) or VM pod the spec names is used by another Provisioning or a Metal3Machine; nothing is touched, and this one proceeds once the host is released',
-    sweep: 'retry',
-  },
-  ObjectConflict: {
-    status: 'False',
-    means: 'An object the chain would write exists and was not created by bpa-functions for it',
-    sweep: 'retry',
-  },
+  ClusterNameInUse: stop(
+    'retry',
+    'Another Provisioning owns the cluster name; this one proceeds once the name is free',
+  ),
+  HostInUse: stop(
+    'retry',
+    'A BareMetalHost (spec.consumerRef) or VM pod the spec names is used by another Provisioning or a Metal3Machine; nothing is touched, and this one proceeds once the host is released',
+  ),
+  ObjectConflict: stop(
+    'retry',
+    'An object the chain would write exists and was not created by bpa-functions for it',
+  ),
   JobMissing: {
     status: 'False',
     means: 'The KUD Job disappeared while awaited; a new one is launched for the generation',
   },
-  JobRefused: {
-    status: 'False',
-    means: 'The API server refused the KUD Job (403, 422: RBAC, an admission webhook or policy)',
-    sweep: 'hourly',
-  },
-  JobDeadlineExceeded: { status: 'False', means: 'The KUD Job ran past its deadline', sweep: 'change' },
-  Cancelled: {
-    status: 'False',
-    means: 'bpa.akraino.org/cancel stopped the KUD Job; bpa.akraino.org/retry or a spec change re-runs it',
-    sweep: 'change',
-  },
-  VmNamespacesNotConfigured: {
-    status: 'False',
-    means: 'cluster-type virtlet-vm or kubevirt-vm but no VM_NAMESPACES configured',
-    sweep: 'retry',
-  },
+  JobRefused: stop(
+    'hourly',
+    'The API server refused the KUD Job (403, 422: RBAC, an admission webhook or policy)',
+  ),
+  JobDeadlineExceeded: stop('change', 'The KUD Job ran past its deadline'),
+  Cancelled: stop(
+    'change',
+    'bpa.akraino.org/cancel stopped the KUD Job; bpa.akraino.org/retry or a spec change re-runs it',
+  ),
+  VmNamespacesNotConfigured: stop(
+    'retry',
+    'cluster-type virtlet-vm or kubevirt-vm but no VM_NAMESPACES configured',
+  ),
   // Both kinds: the pause (contract section 14, shared/k8s/paused.ts), on the `Paused` condition.
   Paused: {
     status: 'True',
@@ -161,17 +145,14 @@ export const conditionReasons = {
     status: 'Unknown',
     means: "The publisher Job reads admin.conf on the KUD pod's node and writes the kubeconfig Secret",
   },
-  KubeconfigPublishFailed: {
-    status: 'False',
-    means: 'The publisher Job failed (e.g. KUD wrote no admin.conf); its pod log says why',
-    sweep: 'change',
-  },
-  KubeconfigUnavailable: {
-    status: 'False',
-    means:
-      "The KUD Job's pod (hence the node holding admin.conf) is gone, or the publisher cannot be created",
-    sweep: 'hourly',
-  },
+  KubeconfigPublishFailed: stop(
+    'change',
+    'The publisher Job failed (e.g. KUD wrote no admin.conf); its pod log says why',
+  ),
+  KubeconfigUnavailable: stop(
+    'hourly',
+    "The KUD Job's pod (hence the node holding admin.conf) is gone, or the publisher cannot be created",
+  ),
 
   // Software.
   Installed: { status: 'True', means: 'Every node of the cluster has the packages' },
@@ -181,26 +162,16 @@ export const conditionReasons = {
     means: "The cluster's ConfigMap does not exist yet; installs start on cluster.ready",
     sweep: 'retry',
   },
-  InvalidSoftware: { status: 'False', means: 'The resource fails its schema', sweep: 'change' },
-  InvalidPackageName: { status: 'False', means: 'A package name is not a valid word', sweep: 'change' },
-  InvalidPackageVersion: { status: 'False', means: 'A package version is not a valid word', sweep: 'change' },
-  InvalidSoftwareItem: {
-    status: 'False',
-    means: 'A software item is neither a package name nor {<package>: {version}}',
-    sweep: 'change',
-  },
-  SshKeySecretMissing: {
-    status: 'False',
-    means: 'The SSH key Secret (id_rsa) is not in the namespace',
-    sweep: 'retry',
-  },
-  InstallFailed: { status: 'False', means: 'The install failed on at least one host', sweep: 'change' },
-  InstallJobFailed: {
-    status: 'False',
-    means:
-      'The install Job ended without recording an outcome (its pods failed backoffLimit+1 times, or it ran past its deadline)',
-    sweep: 'change',
-  },
+  InvalidSoftware: stop('change', 'The resource fails its schema'),
+  InvalidPackageName: stop('change', 'A package name is not a valid word'),
+  InvalidPackageVersion: stop('change', 'A package version is not a valid word'),
+  InvalidSoftwareItem: stop('change', 'A software item is neither a package name nor {<package>: {version}}'),
+  SshKeySecretMissing: stop('retry', 'The SSH key Secret (id_rsa) is not in the namespace'),
+  InstallFailed: stop('change', 'The install failed on at least one host'),
+  InstallJobFailed: stop(
+    'change',
+    'The install Job ended without recording an outcome (its pods failed backoffLimit+1 times, or it ran past its deadline)',
+  ),
 } as const satisfies Record<string, ReasonSpec>;
 
 export type ConditionReason = keyof typeof conditionReasons;

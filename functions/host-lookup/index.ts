@@ -1,28 +1,20 @@
 import { invalid } from '../../shared/errors.js';
-import {
-  SourceEventTypes,
-  kubeObjectSchema,
-  pingDataSchema,
-  type KubeObjectData,
-} from '../../shared/events/types.js';
+import { SourceEventTypes, kubeObjectSchema, type KubeObjectData } from '../../shared/events/types.js';
 import { provisioningApiVersion, provisioningKind } from '../../shared/schemas/provisioning.js';
 import { hostsResolvedAgain } from '../../shared/k8s/chain-replies.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { defineStep } from '../../shared/k8s/define-step.js';
+import { sweepOnPing } from '../../shared/k8s/sweep.js';
 import { awaitsPauseTransition } from '../../shared/k8s/paused.js';
 import { ProvisioningCondition, provisioningTarget } from '../../shared/k8s/provisioning.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
-import {
-  on,
-  type FunctionContext,
-  type FunctionDefinition,
-  type HandlerResult,
-} from '../../shared/server/types.js';
+import { on, type FunctionDefinition } from '../../shared/server/types.js';
 import { clusterFactsFor } from './cluster-facts.js';
 import { stopHostIndexes } from './host-watch.js';
 import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
 import { recordHandling, rerunReason } from './lifecycle.js';
+import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
 import { hostLookupMetrics } from './metrics.js';
 import { resolveProvisioning } from './resolve-provisioning.js';
 import { resumeChain, sweep } from './sweep.js';
@@ -67,7 +59,7 @@ const onProvisioningChange = defineStep<HostLookupConfig, KubeObjectData>({
         generation: live.metadata.generation ?? 0,
         why: rerun,
       });
-    const current = await recordHandling(clients, live, rerun);
+    const current = await recordHandling(clients, fieldManagerFor(context.functionName), live, rerun);
     if (!current) return undefined;
     const outcome = await resolveProvisioning(context, clients, clusterFactsFor(context), current, cause);
     return outcome.kind === 'skipped' ? undefined : outcome.event;
@@ -99,17 +91,12 @@ function echoOfHandled(object: KubeObjectData): boolean {
   return handledBy(shown) !== undefined && !rerunReason(shown);
 }
 
-async function onPing(context: FunctionContext<HostLookupConfig>): Promise<HandlerResult> {
-  await sweep(context);
-  return undefined;
-}
-
 export const definition: FunctionDefinition<HostLookupConfig> = {
   name: 'host-lookup',
   events: {
     [SourceEventTypes.resourceAdd]: on(kubeObjectSchema, onProvisioningChange),
     [SourceEventTypes.resourceUpdate]: on(kubeObjectSchema, onProvisioningChange),
-    [SourceEventTypes.ping]: on(pingDataSchema, onPing),
+    [SourceEventTypes.ping]: sweepOnPing(sweep),
   },
   configSchema: hostLookupConfigSchema,
   metrics: hostLookupMetrics,

@@ -15,10 +15,10 @@ import {
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { claimClusterName } from '../../shared/k8s/cluster-claims.js';
-import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
+import { conditionFor, conditionsOf, findCondition } from '../../shared/k8s/conditions.js';
 import { ensureFinalizer } from '../../shared/k8s/finalizers.js';
 import { ProvisioningCondition, provisioningTarget } from '../../shared/k8s/provisioning.js';
-import { updateStatus } from '../../shared/k8s/status-writer.js';
+import { applyStatusDecided } from '../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { isDeepStrictEqual } from 'node:util';
 
@@ -49,13 +49,15 @@ export function rerunReason(live: StoredObject): string | undefined {
 }
 
 /**
- * Records what this handling is about, on a fresh read: the labels (status.observedLabels) and
- * the retry value acted on (status.retry). With `rerun`, the step conditions of the chain are
- * dropped too, so every step runs again for this generation (a new Job, via the launch hash or
- * the retry value). Returns the object as stored afterwards.
+ * Records what this handling is about, applied as `manager` (shared/k8s/status-apply.ts) on the
+ * prologue's read: the labels (status.observedLabels) and the retry value acted on (status.retry).
+ * With `rerun`, the step conditions of the chain are dropped too, whoever wrote them, so every
+ * step runs again for this generation (a new Job, via the launch hash or the retry value).
+ * Returns the object as stored afterwards.
  */
 export async function recordHandling(
   clients: KubeClients,
+  manager: string,
   live: StoredObject,
   rerun: string | undefined,
 ): Promise<StoredObject | undefined> {
@@ -64,29 +66,31 @@ export async function recordHandling(
     return live;
   const target = provisioningTarget(live.metadata.namespace ?? '', live.metadata.name);
   // The first attempt on the prologue's read (no second GET); a 409 reads again.
-  const result = await updateStatus(
+  const result = await applyStatusDecided(
     clients,
     target,
+    manager,
     (fresh) => {
       if (fresh.metadata.uid !== live.metadata.uid) return undefined;
       const labels = labelsToRecord(fresh.metadata.labels);
       const retry = rerun ? retryValueOf(fresh) : recordedRetryOf(fresh);
       const sameLabels = isDeepStrictEqual(recordedLabelsOf(fresh.status), labels);
       if (!rerun && sameLabels && recordedRetryOf(fresh) === retry) return undefined;
-      const conditions = rerun
-        ? conditionsOf(fresh)
-            .filter((c) => !stepConditions.includes(c.type))
-            .map((c) =>
-              c.type === ProvisioningCondition.ready
-                ? {
-                    ...c,
-                    status: 'Unknown' as const,
-                    reason: Reason.Provisioning,
-                    message: `Re-running the chain: ${rerun}`,
-                  }
-                : c,
-            )
-        : fresh.status?.conditions;
+      const ready = findCondition(conditionsOf(fresh), ProvisioningCondition.ready);
+      const conditions =
+        rerun && ready
+          ? [
+              {
+                type: ProvisioningCondition.ready,
+                status: 'Unknown' as const,
+                reason: Reason.Provisioning,
+                message: `Re-running the chain: ${rerun}`,
+                ...(ready.observedGeneration !== undefined
+                  ? { observedGeneration: ready.observedGeneration }
+                  : {}),
+              },
+            ]
+          : [];
       // A renamed cluster: its old name is released by kud-job-launch once its objects are gone.
       const previous = recordedLabelsOf(fresh.status)?.cluster;
       const releasing = afterRename(
@@ -97,16 +101,17 @@ export async function recordHandling(
         new Date(),
       );
       return {
-        ...fresh.status,
         conditions,
-        [observedLabelsField]: labels,
-        [releasingClustersField]: releasing.length > 0 ? releasing : undefined,
-        ...(retry ? { retry } : {}),
-        ...(rerun ? { job: undefined } : {}),
+        ...(rerun ? { removeConditions: [...stepConditions] } : {}),
+        fields: {
+          [observedLabelsField]: labels,
+          [releasingClustersField]: releasing.length > 0 ? releasing : undefined,
+          ...(retry ? { retry } : {}),
+          ...(rerun ? { job: undefined } : {}),
+        },
       };
     },
-    5,
-    live,
+    { first: live },
   );
   return result.outcome === 'gone' ? undefined : result.object;
 }

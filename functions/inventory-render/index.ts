@@ -12,6 +12,7 @@ import { inventoryRenderedAgain } from '../../shared/k8s/chain-replies.js';
 import { defineStep, type StepRun } from '../../shared/k8s/define-step.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
+import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
 import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import {
@@ -85,6 +86,7 @@ async function render(
     base = await recordOwned(
       clients,
       provisioningTarget(ref.namespace, ref.name),
+      fieldManagerFor(context.functionName),
       owner.uid,
       'ConfigMap',
       written.configMap.metadata,

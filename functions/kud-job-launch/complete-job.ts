@@ -12,7 +12,6 @@ import {
 import { claimedHostsField, claimedHostsOf, retainedHostsField } from '../../shared/core/host-claim.js';
 import { clusterConfigMapName } from '../../shared/core/names.js';
 import { markManaged } from '../../shared/core/ownership.js';
-import { BpaError } from '../../shared/errors.js';
 import { planNodes } from '../../shared/core/node-plan.js';
 import { ownerOf } from '../../shared/core/render.js';
 import { EventTypes } from '../../shared/events/types.js';
@@ -25,7 +24,9 @@ import {
   provisioningSchema,
 } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../shared/k8s/condition-writer.js';
+import { functionManager } from './name.js';
+
 import { ownershipOf, recordOwned, withRecordedOwnership } from '../../shared/k8s/owned-objects.js';
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
@@ -46,6 +47,7 @@ import { jobState, lastBytes, podLogTail, podsOfJob } from '../../shared/k8s/job
 import { failedNodesSummary } from '../../shared/core/ansible-progress.js';
 import { nodesFromLog, progressLogTail, recordedNodes } from './record-progress.js';
 import { jobsFinished, kudRunDuration, timeToReady } from './metrics.js';
+import { refusalOf } from './step-refusal.js';
 
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
 
@@ -151,14 +153,20 @@ export async function completeJob(
   };
   if (state === 'failed') {
     // The pod, its last lines and the nodes first, then the failure that points to them.
-    await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
-      conditions: [],
-      fields: withNodes,
-      alreadyDone: (_conditions, fresh) =>
-        Object.entries(withNodes(fresh)).every(([key, value]) =>
-          isDeepStrictEqual(fresh.status?.[key], value),
-        ),
-    });
+    await applyConditions(
+      clients,
+      provisioningTarget(ref.namespace, ref.name),
+      ref,
+      {
+        conditions: [],
+        fields: withNodes,
+        alreadyDone: (_conditions, fresh) =>
+          Object.entries(withNodes(fresh)).every(([key, value]) =>
+            isDeepStrictEqual(fresh.status?.[key], value),
+          ),
+      },
+      { manager: functionManager, live },
+    );
     // The pod gone (its log with it): what the reads while it ran recorded.
     const failedHosts = failedNodesSummary(withNodes(live).nodes ?? recordedNodes(live));
     const event = await failProvisioning(
@@ -197,20 +205,16 @@ export async function completeJob(
     await recordOwned(
       clients,
       provisioningTarget(ref.namespace, ref.name),
+      functionManager,
       owner.uid,
       'ConfigMap',
       written.configMap.metadata,
     );
   } catch (error) {
     // A <cluster>-configmap the functions did not create: left untouched, reported.
-    if (!(error instanceof BpaError) || error.reason !== Reason.ObjectConflict) throw error;
-    return failProvisioning(
-      clients,
-      context.functionName,
-      live,
-      { step, reason: Reason.ObjectConflict, message: error.message },
-      context.log,
-    );
+    const refusal = refusalOf(error, step);
+    if (!refusal) throw error;
+    return failProvisioning(clients, context.functionName, live, refusal, context.log);
   }
   // Hosts whose nodes left the spec were kept claimed until KUD ran without them (drained and
   // removed by remove-node.yml, or left out of a full install): released now, after the success.

@@ -6,7 +6,9 @@ import { releasingClustersOf } from '../../shared/core/released-clusters.js';
 import { Reason, type EventReason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { releaseClusterName } from '../../shared/k8s/cluster-claims.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../shared/k8s/condition-writer.js';
+import { functionManager } from './name.js';
+
 import { recordOwned } from '../../shared/k8s/owned-objects.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { hasFinalizer, removeFinalizer } from '../../shared/k8s/finalizers.js';
@@ -22,7 +24,7 @@ import {
 } from '../../shared/k8s/provisioning.js';
 import { unpausedSince } from '../../shared/k8s/paused.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import type { Logger } from '../../shared/log.js';
+import type { FunctionContext } from '../../shared/server/types.js';
 import { placementOf, type KudJobLaunchConfig } from './config.js';
 
 export type DeletionStep =
@@ -51,13 +53,12 @@ const secondsSince = (time: unknown, now: Date) => {
  * never touched. Idempotent: each sweep (or event) takes the next step from what the API says.
  */
 export async function advanceDeletion(
+  context: FunctionContext<KudJobLaunchConfig>,
   clients: KubeClients,
-  config: KudJobLaunchConfig,
   live: StoredObject,
-  component: string,
-  log: Logger,
   now: Date = new Date(),
 ): Promise<DeletionStep | undefined> {
+  const { config, functionName: component, log } = context;
   if (!live.metadata.deletionTimestamp || !hasFinalizer(live, cleanupFinalizer)) return undefined;
   const ref = provisioningRef(live);
   const identity = provisioningIdentity(ref);
@@ -127,25 +128,32 @@ export async function advanceDeletion(
       // One of that name that is not this Provisioning's (an operator's, or a leftover): not ours.
       running = created.created;
       foreign = !created.created;
-      if (created.created) await recordOwned(clients, target, ref.uid, 'Job', created.job.metadata);
+      if (created.created)
+        await recordOwned(clients, target, functionManager, ref.uid, 'Job', created.job.metadata);
     } catch (error) {
       // Refused (403/422) or unavailable: reported on status; the timeout ends the wait.
       log.warn('cleanup Job could not be created', { cluster, error: String(error) });
     }
   }
-  await writeConditions(clients, target, ref, {
-    conditions: [
-      {
-        type: ProvisioningCondition.ready,
-        status: 'Unknown',
-        reason: Reason.Deleting,
-        message: running
-          ? `Deleting: cleanup Job ${cleanupJobName(cluster)} removes /opt/kud/multi-cluster/${cluster} (at most ${config.CLEANUP_TIMEOUT_SECONDS} s)`
-          : `Deleting: the cleanup Job ${cleanupJobName(cluster)} cannot be created${foreign ? ` (a Job of that name in ${functionsNamespace} was not created for this Provisioning)` : ''}; the finalizer goes after ${config.CLEANUP_TIMEOUT_SECONDS} s`,
-      },
-    ],
-    alreadyDone: (conditions) =>
-      conditions.some((c) => c.type === ProvisioningCondition.ready && c.reason === Reason.Deleting),
-  });
+  await applyConditions(
+    clients,
+    target,
+    ref,
+    {
+      conditions: [
+        {
+          type: ProvisioningCondition.ready,
+          status: 'Unknown',
+          reason: Reason.Deleting,
+          message: running
+            ? `Deleting: cleanup Job ${cleanupJobName(cluster)} removes /opt/kud/multi-cluster/${cluster} (at most ${config.CLEANUP_TIMEOUT_SECONDS} s)`
+            : `Deleting: the cleanup Job ${cleanupJobName(cluster)} cannot be created${foreign ? ` (a Job of that name in ${functionsNamespace} was not created for this Provisioning)` : ''}; the finalizer goes after ${config.CLEANUP_TIMEOUT_SECONDS} s`,
+        },
+      ],
+      alreadyDone: (conditions) =>
+        conditions.some((c) => c.type === ProvisioningCondition.ready && c.reason === Reason.Deleting),
+    },
+    { manager: functionManager },
+  );
   return 'cleaning';
 }

@@ -3,23 +3,19 @@ import {
   SourceEventTypes,
   inventoryRenderedDataSchema,
   kubeObjectSchema,
-  pingDataSchema,
   type InventoryRenderedData,
   type KubeObjectData,
 } from '../../shared/events/types.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
+import { functionName } from './name.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
-import {
-  on,
-  type FunctionContext,
-  type FunctionDefinition,
-  type HandlerResult,
-} from '../../shared/server/types.js';
+import { on, type FunctionContext, type FunctionDefinition } from '../../shared/server/types.js';
 import { kudJobLaunchConfigSchema, type KudJobLaunchConfig } from './config.js';
 import { onJobUpdate } from './job-update.js';
 import { launchJob } from './launch-job.js';
 import { ProvisioningCondition, provisioningPointer } from '../../shared/k8s/provisioning.js';
 import { defineStep } from '../../shared/k8s/define-step.js';
+import { sweepOnPing } from '../../shared/k8s/sweep.js';
 import { kudJobLaunchMetrics } from './metrics.js';
 import { sweep } from './sweep.js';
 
@@ -39,17 +35,12 @@ const onInventoryRendered = defineStep<KudJobLaunchConfig, InventoryRenderedData
 const onJobChange = (context: FunctionContext<KudJobLaunchConfig>, object: KubeObjectData) =>
   onJobUpdate(context, kubeClients(context.kubeConfig), object);
 
-async function onPing(context: FunctionContext<KudJobLaunchConfig>): Promise<HandlerResult> {
-  await sweep(context);
-  return undefined;
-}
-
 export const definition: FunctionDefinition<KudJobLaunchConfig> = {
-  name: 'kud-job-launch',
+  name: functionName,
   events: {
     [EventTypes.inventoryRendered]: on(inventoryRenderedDataSchema, onInventoryRendered),
     [SourceEventTypes.resourceUpdate]: on(kubeObjectSchema, onJobChange),
-    [SourceEventTypes.ping]: on(pingDataSchema, onPing),
+    [SourceEventTypes.ping]: sweepOnPing(sweep),
   },
   configSchema: kudJobLaunchConfigSchema,
   metrics: kudJobLaunchMetrics,

@@ -20,7 +20,9 @@ import { Reason, sweepRetries, type ConditionReason } from '../../shared/reasons
 import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import { callApi, classifyApiError, isConflict, readOrUndefined } from '../../shared/k8s/api-errors.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../shared/k8s/condition-writer.js';
+import { functionManager } from './name.js';
+
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
@@ -100,14 +102,20 @@ export async function advanceKubeconfig(
     message: string,
     fields?: Record<string, unknown>,
   ) => {
-    const result = await writeConditions(clients, target, ref, {
-      conditions: [{ type: step, status, reason, message }],
-      ...(fields ? { fields } : {}),
-      alreadyDone: (conditions) => {
-        const current = conditionFor(conditions, step, ref.generation);
-        return current?.reason === reason && current.message === message;
+    const result = await applyConditions(
+      clients,
+      target,
+      ref,
+      {
+        conditions: [{ type: step, status, reason, message }],
+        ...(fields ? { fields } : {}),
+        alreadyDone: (conditions) => {
+          const current = conditionFor(conditions, step, ref.generation);
+          return current?.reason === reason && current.message === message;
+        },
       },
-    });
+      { manager: functionManager },
+    );
     if (result.outcome === 'written' && status !== 'Unknown')
       await recordEvent(
         clients,
@@ -220,7 +228,7 @@ export async function advanceKubeconfig(
   try {
     const created = await createJobOrGetExisting(clients, publisher);
     if (!created.created) return; // another delivery created it (or the old one is still being deleted)
-    await recordOwned(clients, target, owner.uid, 'Job', created.job.metadata);
+    await recordOwned(clients, target, functionManager, owner.uid, 'Job', created.job.metadata);
   } catch (error) {
     // Refused (RBAC, admission, validation): retrying the same request cannot help.
     const status = error instanceof BpaError ? error.details?.status : undefined;
@@ -261,7 +269,7 @@ async function writeKubeconfigSecret(
   if (!stored) {
     try {
       const created = await clients.core.createNamespacedSecret({ namespace, body: desired });
-      await recordOwned(clients, target, owner.uid, 'Secret', created.metadata);
+      await recordOwned(clients, target, functionManager, owner.uid, 'Secret', created.metadata);
       return;
     } catch (error) {
       if (!isConflict(error)) throw classifyApiError(error, `create Secret ${namespace}/${name}`);

@@ -31,6 +31,8 @@ import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
 import { recordOwned } from '../../shared/k8s/owned-objects.js';
+import { functionManager } from './name.js';
+
 import { recordEvent } from '../../shared/k8s/events.js';
 import {
   ProvisioningCondition,
@@ -48,6 +50,7 @@ import { decideLaunch, jobLaunchHash, type WantedLaunch } from './launch-decisio
 import { nodeSetOfStatus, planNodePath } from './node-path.js';
 import { jobTraceparentAnnotation, provisioningGenerationAnnotation } from './job-state.js';
 import { jobsLaunched } from './metrics.js';
+import { refusalOf } from './step-refusal.js';
 
 /** How the launch went (contract section 5). */
 type Launch =
@@ -62,9 +65,6 @@ export const retryOf = (live: StoredObject) =>
   typeof live.status?.retry === 'string' ? live.status.retry : '';
 
 const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
-
-/** API answers that retrying the same request cannot change (RBAC, admission, validation). */
-const refusedStatuses = new Set([400, 403, 422]);
 
 /**
  * inventory.rendered → the `kud-<cluster>` Job, created idempotently; JobLaunched True and
@@ -102,7 +102,7 @@ export async function launchJob(
   // The Provisioning as last read or written here: the base of the status applies (no GET).
   let base = live;
   const record = async (kind: string, metadata: V1ObjectMeta | undefined) => {
-    base = (await recordOwned(clients, target, owner.uid, kind, metadata, base)) ?? base;
+    base = (await recordOwned(clients, target, functionManager, owner.uid, kind, metadata, base)) ?? base;
   };
   const installerSettings = await readInstallerSettings(clients, context.config.FUNCTIONS_NAMESPACE);
   const settings = {
@@ -180,26 +180,9 @@ export async function launchJob(
       await drainNodes(clients, live, owner, cluster, path.nodes, context.log);
     launch = await createOrReplace(clients, desired, wanted, writeMounted);
   } catch (error) {
-    const status = error instanceof BpaError ? error.details?.status : undefined;
-    if (error instanceof BpaError && error.reason === Reason.ObjectConflict)
-      return failProvisioning(
-        clients,
-        context.functionName,
-        base,
-        { step, reason: Reason.ObjectConflict, message: error.message },
-        context.log,
-        { apply: true },
-      );
-    if (error instanceof BpaError && typeof status === 'number' && refusedStatuses.has(status))
-      return failProvisioning(
-        clients,
-        context.functionName,
-        base,
-        { step, reason: Reason.JobRefused, message: error.message },
-        context.log,
-        { apply: true },
-      );
-    throw error;
+    const refusal = refusalOf(error, step, Reason.JobRefused);
+    if (!refusal) throw error;
+    return failProvisioning(clients, context.functionName, base, refusal, context.log, { apply: true });
   }
   await record('Job', launch.job.metadata);
   const identity = provisioningIdentity(ref);

@@ -6,7 +6,9 @@ import { failedByDeadline, jobProgress, newestPod } from '../../shared/core/job-
 import { Reason } from '../../shared/reasons.js';
 import { statusNodeSchema } from '../../shared/schemas/provisioning.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../shared/k8s/condition-writer.js';
+import { functionManager } from './name.js';
+
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { jobState, podLogTail, podsOfJob } from '../../shared/k8s/jobs.js';
 import { ProvisioningCondition, provisioningRef, provisioningTarget } from '../../shared/k8s/provisioning.js';
@@ -80,12 +82,18 @@ export async function recordProgress(clients: KubeClients, item: StoredObject, j
     return nodes ? { job: progress, nodes } : { job: progress };
   };
   const ref = provisioningRef(item);
-  await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
-    conditions: [],
-    fields,
-    // A completion recorded meanwhile wins: its status is not overwritten with a running Job's.
-    alreadyDone: (_conditions, fresh) =>
-      !awaited(fresh) ||
-      Object.entries(fields(fresh)).every(([key, value]) => isDeepStrictEqual(fresh.status?.[key], value)),
-  });
+  await applyConditions(
+    clients,
+    provisioningTarget(ref.namespace, ref.name),
+    ref,
+    {
+      conditions: [],
+      fields,
+      // A completion recorded meanwhile wins: its status is not overwritten with a running Job's.
+      alreadyDone: (_conditions, fresh) =>
+        !awaited(fresh) ||
+        Object.entries(fields(fresh)).every(([key, value]) => isDeepStrictEqual(fresh.status?.[key], value)),
+    },
+    { manager: functionManager },
+  );
 }

@@ -16,6 +16,8 @@ import { readConfigMap } from '../../shared/k8s/config-maps.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { createJobOrGetExisting, deleteJob, jobState, podsOfJob } from '../../shared/k8s/jobs.js';
 import { forgetOwned } from '../../shared/k8s/owned-objects.js';
+import { functionManager } from './name.js';
+
 import { deleteOwnObjects, kudNodeName, readOwnJob } from './functions-objects.js';
 import {
   clusterOf,
@@ -23,9 +25,9 @@ import {
   provisioningRef,
   provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
-import { updateStatus } from '../../shared/k8s/status-writer.js';
+import { applyStatusDecided } from '../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import type { Logger } from '../../shared/log.js';
+import type { FunctionContext } from '../../shared/server/types.js';
 import { placementOf, type KudJobLaunchConfig } from './config.js';
 
 /** The Provisioning still releases old cluster names (a rename, shared/core/released-clusters.ts). */
@@ -62,31 +64,28 @@ export type ReleaseStep = 'removing' | 'cleaning' | 'released' | 'given-up';
  * verb no function holds.
  */
 export async function releaseRenamed(
+  context: FunctionContext<KudJobLaunchConfig>,
   clients: KubeClients,
-  config: KudJobLaunchConfig,
   live: StoredObject,
-  component: string,
-  log: Logger,
   now: Date = new Date(),
 ): Promise<Record<string, ReleaseStep>> {
   const steps: Record<string, ReleaseStep> = {};
   for (const entry of releasingClustersOf(live.status)) {
     // Renamed back: the name is this Provisioning's cluster again (host-lookup drops the entry).
     if (entry.cluster === clusterOf(live)) continue;
-    steps[entry.cluster] = await releaseOne(clients, config, live, entry, component, log, now);
+    steps[entry.cluster] = await releaseOne(context, clients, live, entry, now);
   }
   return steps;
 }
 
 async function releaseOne(
+  context: FunctionContext<KudJobLaunchConfig>,
   clients: KubeClients,
-  config: KudJobLaunchConfig,
   live: StoredObject,
   entry: ReleasingCluster,
-  component: string,
-  log: Logger,
   now: Date,
 ): Promise<ReleaseStep> {
+  const { config, functionName: component, log } = context;
   const ref = provisioningRef(live);
   const { namespace } = ref;
   const functionsNamespace = config.FUNCTIONS_NAMESPACE;
@@ -115,7 +114,7 @@ async function releaseOne(
     await deleteExactly(`delete ConfigMap ${namespace}/${name}`, configMap.metadata, (body) =>
       clients.core.deleteNamespacedConfigMap({ name, namespace, body }),
     );
-    await forgetOwned(clients, target, ref.uid, { kind: 'ConfigMap', namespace, name });
+    await forgetOwned(clients, target, functionManager, ref.uid, { kind: 'ConfigMap', namespace, name });
   }
   // The directory is cleaned once the KUD pod no longer writes to it (found by its Job's uid).
   const running = kudJob
@@ -168,12 +167,12 @@ async function releaseOne(
   // Job, the mounted inventory), so nothing of it is left there.
   await deleteOwnObjects(clients, functionsNamespace, ref.uid, { cluster: old });
   await releaseClusterName(clients, config.FUNCTIONS_NAMESPACE, old, { uid: ref.uid });
-  await updateStatus(clients, target, (fresh) => {
+  await applyStatusDecided(clients, target, functionManager, (fresh) => {
     if (fresh.metadata.uid !== ref.uid) return undefined;
     const current = releasingClustersOf(fresh.status);
     if (!current.some((item) => item.cluster === old)) return undefined;
     const left = current.filter((item) => item.cluster !== old);
-    return { ...fresh.status, [releasingClustersField]: left.length > 0 ? left : undefined };
+    return { conditions: [], fields: { [releasingClustersField]: left.length > 0 ? left : undefined } };
   });
   await event(
     'Normal',

@@ -2,7 +2,9 @@ import type { CloudEvent } from 'cloudevents';
 import { cancelAnnotation, cleanupFinalizer } from '../../shared/core/lifecycle-names.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../shared/k8s/condition-writer.js';
+import { functionManager } from './name.js';
+
 import { recordEvent } from '../../shared/k8s/events.js';
 import { hasFinalizer } from '../../shared/k8s/finalizers.js';
 import { jobState, deleteJob } from '../../shared/k8s/jobs.js';
@@ -49,11 +51,10 @@ export function sweep(context: FunctionContext<KudJobLaunchConfig>): Promise<voi
       deleting(item) || releasesRenamed(item) || awaitsCompletion(item) || awaitsKubeconfig(item),
     redrive: async (item, clients) => {
       if (deleting(item)) {
-        await advanceDeletion(clients, context.config, item, context.functionName, context.log);
+        await advanceDeletion(context, clients, item);
         return undefined;
       }
-      if (releasesRenamed(item))
-        await releaseRenamed(clients, context.config, item, context.functionName, context.log);
+      if (releasesRenamed(item)) await releaseRenamed(context, clients, item);
       if (!awaitsCompletion(item)) {
         await advanceKubeconfig(context, clients, item);
         return undefined;
@@ -105,15 +106,21 @@ async function relaunchMissing(
   const ref = provisioningRef(item);
   const name = String(item.status?.jobName);
   const message = `Job ${name} disappeared while the Provisioning waited for it; a new Job is launched for generation ${ref.generation}`;
-  const result = await writeConditions(clients, provisioningTarget(ref.namespace, ref.name), ref, {
-    conditions: [
-      { type: ProvisioningCondition.kudInstalled, status: 'False', reason: Reason.JobMissing, message },
-      // Not launched any more: the launch below (or the next sweep) launches again.
-      { type: ProvisioningCondition.jobLaunched, status: 'Unknown', reason: Reason.JobMissing, message },
-      { type: ProvisioningCondition.ready, status: 'Unknown', reason: Reason.JobMissing, message },
-    ],
-    fields: { job: undefined },
-  });
+  const result = await applyConditions(
+    clients,
+    provisioningTarget(ref.namespace, ref.name),
+    ref,
+    {
+      conditions: [
+        { type: ProvisioningCondition.kudInstalled, status: 'False', reason: Reason.JobMissing, message },
+        // Not launched any more: the launch below (or the next sweep) launches again.
+        { type: ProvisioningCondition.jobLaunched, status: 'Unknown', reason: Reason.JobMissing, message },
+        { type: ProvisioningCondition.ready, status: 'Unknown', reason: Reason.JobMissing, message },
+      ],
+      fields: { job: undefined },
+    },
+    { manager: functionManager, live: item },
+  );
   if (result.outcome !== 'written') return undefined;
   await recordEvent(
     clients,

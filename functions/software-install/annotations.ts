@@ -4,10 +4,10 @@ import type { KubeClients } from '../../shared/k8s/clients.js';
 import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
-import { updateStatus } from '../../shared/k8s/status-writer.js';
+import { applyStatusDecided } from '../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { softwareIdentity, softwareRef, softwareTarget } from './software-status.js';
-import { functionName } from './name.js';
+import { functionManager, functionName } from './name.js';
 
 /**
  * The by-hand controls of a Software (contract section 11). Each is acted on once per value:
@@ -80,18 +80,33 @@ export async function forgetHostKeys(
   });
   for (const sibling of siblings) {
     if (sibling.metadata.uid === software.metadata.uid) continue;
-    await updateStatus(clients, softwareTarget(ref.namespace, sibling.metadata.name), (fresh) => {
-      const hosts = withoutPinnedKeys(fresh.status?.hosts, ips);
-      return JSON.stringify(hosts) === JSON.stringify(fresh.status?.hosts)
-        ? undefined
-        : { ...fresh.status, hosts };
-    });
+    await applyStatusDecided(
+      clients,
+      softwareTarget(ref.namespace, sibling.metadata.name),
+      functionManager,
+      (fresh) => {
+        const hosts = withoutPinnedKeys(fresh.status?.hosts, ips);
+        return JSON.stringify(hosts) === JSON.stringify(fresh.status?.hosts)
+          ? undefined
+          : { conditions: [], fields: { hosts } };
+      },
+      { first: sibling },
+    );
   }
-  const result = await updateStatus(clients, softwareTarget(ref.namespace, ref.name), (fresh) => ({
-    ...fresh.status,
-    hosts: withoutPinnedKeys(fresh.status?.hosts, ips),
-    hostKeysForgotten: request.value,
-  }));
+  const result = await applyStatusDecided(
+    clients,
+    softwareTarget(ref.namespace, ref.name),
+    functionManager,
+    (fresh) => ({
+      conditions: [],
+      fields: {
+        // Absent stays absent (a status without hosts gets none).
+        ...(fresh.status?.hosts !== undefined ? { hosts: withoutPinnedKeys(fresh.status.hosts, ips) } : {}),
+        hostKeysForgotten: request.value,
+      },
+    }),
+    { first: software },
+  );
   const ignored =
     request.invalid.length > 0 ? `; ignored (not IP addresses): ${request.invalid.join(', ')}` : '';
   const message =

@@ -5,7 +5,6 @@ import {
   SourceEventTypes,
   clusterReadyDataSchema,
   kubeObjectSchema,
-  pingDataSchema,
   type ClusterReadyData,
   type KubeObjectData,
 } from '../../shared/events/types.js';
@@ -15,6 +14,7 @@ import { kubeClients, type KubeClients } from '../../shared/k8s/clients.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
 import { listCustomObjects } from '../../shared/k8s/custom-objects.js';
 import { defineStep } from '../../shared/k8s/define-step.js';
+import { sweepOnPing } from '../../shared/k8s/sweep.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import {
   on,
@@ -26,7 +26,7 @@ import { softwareInstallConfigSchema, type SoftwareInstallConfig } from './confi
 import { decideInstall, installSoftware } from './install-software.js';
 import { softwareInstallMetrics } from './metrics.js';
 import { SoftwareCondition, softwareRef, softwareTarget } from './software-status.js';
-import { functionName } from './name.js';
+import { functionManager, functionName } from './name.js';
 import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
@@ -63,11 +63,6 @@ const onSoftwareChange = defineStep<SoftwareInstallConfig, KubeObjectData>({
   },
 });
 
-async function onPing(context: FunctionContext<SoftwareInstallConfig>): Promise<HandlerResult> {
-  await sweep(context);
-  return undefined;
-}
-
 /**
  * installSoftware; a transient fault (API hiccup) is recorded as Installed=Unknown with its
  * reason before the 5xx, as the other functions do for their steps.
@@ -83,6 +78,7 @@ function installRecordingFaults(
     softwareTarget(ref.namespace, ref.name),
     ref,
     SoftwareCondition.installed,
+    functionManager,
     context.log,
     () => installSoftware(context, clients, live),
   );
@@ -125,7 +121,7 @@ export const definition: FunctionDefinition<SoftwareInstallConfig> = {
     [SourceEventTypes.resourceAdd]: on(kubeObjectSchema, onSoftwareChange),
     [SourceEventTypes.resourceUpdate]: on(kubeObjectSchema, onSoftwareChange),
     [EventTypes.clusterReady]: on(clusterReadyDataSchema, onClusterReady),
-    [SourceEventTypes.ping]: on(pingDataSchema, onPing),
+    [SourceEventTypes.ping]: sweepOnPing(sweep),
   },
   configSchema: softwareInstallConfigSchema,
   metrics: softwareInstallMetrics,

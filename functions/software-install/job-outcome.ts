@@ -4,10 +4,11 @@ import { chainEvent } from '../../shared/cloudevents/chain-event.js';
 import { EventTypes, hostResultSchema, softwareSubject } from '../../shared/events/types.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
-import { replaceStatus } from '../../shared/k8s/status-writer.js';
+import { getCustomObject } from '../../shared/k8s/custom-objects.js';
+import { applyStatus } from '../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { SoftwareCondition, softwareRef, softwareTarget } from './software-status.js';
-import { functionName } from './name.js';
+import { functionManager, functionName } from './name.js';
 
 /**
  * The install Job writes its outcome to the Software's status; its status write comes back to
@@ -34,10 +35,16 @@ export async function announceJobOutcome(
   const outcome = outcomeToAnnounce(live);
   if (!outcome) return undefined;
   const ref = softwareRef(live);
+  const target = softwareTarget(ref.namespace, ref.name);
+  // The apply restates what the function owns, read from managedFields: an object without them
+  // (trimmed by a cache) is read whole first, and still has to show this outcome unannounced.
+  const base = Array.isArray(live.metadata.managedFields) ? live : await getCustomObject(clients, target);
+  if (!base || outcomeToAnnounce(base)?.job !== outcome.job) return undefined;
   // A resourceVersion precondition: of two deliveries of the same update, one announces.
-  const written = await replaceStatus(clients, softwareTarget(ref.namespace, ref.name), live, {
-    ...live.status,
-    announcedJob: outcome.job,
+  const written = await applyStatus(clients, target, base, {
+    manager: functionManager,
+    conditions: [],
+    fields: { announcedJob: outcome.job },
   });
   if (written.outcome !== 'written') return undefined;
   const cluster = live.metadata.labels?.cluster ?? '';

@@ -9,7 +9,7 @@ import {
   withOwned,
   type OwnedObject,
 } from '../../shared/k8s/install-owned-objects.js';
-import { updateStatus } from '../../shared/k8s/status-writer.js';
+import { applyStatusDecided } from '../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { Reason } from '../../shared/reasons.js';
 import type { SoftwareInstallConfig } from './config.js';
@@ -21,6 +21,7 @@ import {
   installerServiceAccount,
 } from './install-job/job-objects.js';
 import { softwareRef, softwareTarget } from './software-status.js';
+import { functionManager } from './name.js';
 
 /** software-install's settings the install Job needs too (SSH_KNOWN_HOSTS, a file of this pod, goes as its text). */
 const passedOn = [
@@ -79,14 +80,21 @@ export async function launchInstallJob(
   const owner = { namespace: ref.namespace, name: ref.name, uid: ref.uid, generation: ref.generation };
   const rbac = clients.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   const namespace = ref.namespace;
-  let recorded: Pick<StoredObject, 'status'> = claimed;
+  let recorded: StoredObject = claimed;
 
   const record = async (object: OwnedObject) => {
-    const result = await updateStatus(clients, softwareTarget(namespace, ref.name), (fresh) => {
-      if (fresh.metadata.uid !== ref.uid) return undefined;
-      if (isOwned(fresh, object)) return undefined;
-      return { ...fresh.status, ownedObjects: withOwned(ownedObjectsOf(fresh), object) };
-    });
+    const result = await applyStatusDecided(
+      clients,
+      softwareTarget(namespace, ref.name),
+      functionManager,
+      (fresh) => {
+        if (fresh.metadata.uid !== ref.uid) return undefined;
+        if (isOwned(fresh, object)) return undefined;
+        return { conditions: [], fields: { ownedObjects: withOwned(ownedObjectsOf(fresh), object) } };
+      },
+      // The object as last written: the first attempt's base (a 409 reads again).
+      { first: recorded },
+    );
     if (result.outcome !== 'gone') recorded = result.object;
   };
 

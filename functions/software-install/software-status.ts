@@ -1,4 +1,4 @@
-import { functionName } from './name.js';
+import { functionManager, functionName } from './name.js';
 import type { CloudEvent } from 'cloudevents';
 import { z } from 'zod';
 import { chainEvent } from '../../shared/cloudevents/chain-event.js';
@@ -67,6 +67,7 @@ export type HostStatus = HostResult & { hostKeyFingerprint?: string };
 /**
  * Records a failed install (Installed + Ready False, Warning Event) and returns the
  * `software.failed` event, or undefined when exactly this failure was already recorded.
+ * `manager`: the writer's field manager, the function's or its install Job's (name.ts).
  */
 export async function failSoftware(
   clients: KubeClients,
@@ -75,6 +76,7 @@ export async function failSoftware(
   log: Logger,
   hosts?: HostStatus[],
   fields: Record<string, unknown> = {},
+  manager: string = functionManager,
 ): Promise<CloudEvent<unknown> | undefined> {
   const ref = softwareRef(object);
   const result = await reportFailure(
@@ -86,6 +88,7 @@ export async function failSoftware(
       object: softwareIdentity(ref),
       ref,
       component: functionName,
+      manager,
       fields: { claim: undefined, ...(hosts ? { hosts } : {}), ...fields },
     },
     log,
@@ -129,6 +132,7 @@ export async function completeSoftware(
       object: softwareIdentity(ref),
       ref,
       component: functionName,
+      manager: functionManager,
       fields: { ...fields, hosts, claim: undefined },
     },
     log,

@@ -4,7 +4,7 @@ import { BpaError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/log.js';
 import { Reason } from '../../shared/reasons.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
-import { writeConditions } from '../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../shared/k8s/condition-writer.js';
 import { recordEvent } from '../../shared/k8s/events.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionContext } from '../../shared/server/types.js';
@@ -18,7 +18,7 @@ import {
   softwareRef,
   softwareTarget,
 } from './software-status.js';
-import { functionName } from './name.js';
+import { functionManager, functionName } from './name.js';
 
 /** A claimed generation handed to its install Job: 'waiting' for the Job's outcome, or 'failed' at once. */
 export type StartOutcome = { kind: 'waiting' } | { kind: 'failed'; event?: CloudEvent<unknown> };
@@ -60,13 +60,20 @@ export async function startInstallJob(
     };
   }
   const message = `Installing on ${hostCount} host${hostCount === 1 ? '' : 's'} in Job ${jobName}`;
-  await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
-    conditions: [
-      { type: SoftwareCondition.installed, status: 'Unknown', reason: Reason.Installing, message },
-      { type: SoftwareCondition.ready, status: 'Unknown', reason: Reason.Installing, message },
-    ],
-    fields: { installJob: jobName },
-  });
+  // Read again before the apply: recording the run's objects (status.ownedObjects) wrote since the claim.
+  await applyConditions(
+    clients,
+    softwareTarget(ref.namespace, ref.name),
+    ref,
+    {
+      conditions: [
+        { type: SoftwareCondition.installed, status: 'Unknown', reason: Reason.Installing, message },
+        { type: SoftwareCondition.ready, status: 'Unknown', reason: Reason.Installing, message },
+      ],
+      fields: { installJob: jobName },
+    },
+    { manager: functionManager },
+  );
   await recordEvent(
     clients,
     {

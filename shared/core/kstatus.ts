@@ -2,7 +2,7 @@
  * The kstatus conditions (sigs.k8s.io/cli-utils/pkg/kstatus, what Flux, Argo CD's kstatus users
  * and kpt read; contract section 13), derived in this one place from the step conditions and the
  * reasons catalogue, so no step has to remember them. Applied to every status write: Provisioning
- * and Software in shared/k8s/status-writer.ts `replaceStatus`, the Image in shared/k8s/image.ts.
+ * and Software in shared/k8s/status-apply.ts `applyBody`, the Image in shared/k8s/image.ts.
  *
  * kstatus computes (status.Compute): deletionTimestamp set → Terminating; status.observedGeneration
  * behind metadata.generation → InProgress; a condition `Reconciling=True` → InProgress;

@@ -1,11 +1,8 @@
 import type { Condition } from '../schemas/kube.js';
 import type { KubeClients } from './clients.js';
-import { conditionsOf, type ConditionUpdate, setCondition } from './conditions.js';
+import { conditionsOf, type ConditionUpdate } from './conditions.js';
 import type { StatusTarget } from './custom-objects.js';
-import { updateStatus } from './status-writer.js';
-import { applyStatus } from './status-apply.js';
-import { getCustomObject } from './custom-objects.js';
-import { transient } from '../errors.js';
+import { applyStatusDecided } from './status-apply.js';
 import type { StoredObject } from './stored-object.js';
 
 /** The object generation a write is about; a write for another uid or generation is stale. */
@@ -37,55 +34,22 @@ export const isCurrent = (object: StoredObject, ref: GenerationRef) =>
   (ref.uid === undefined || object.metadata.uid === ref.uid) &&
   (object.metadata.generation ?? 0) === ref.generation;
 
-/**
- * Sets conditions (and other status fields) for one generation of an object, on a fresh read,
- * retrying on conflicts. Nothing is written when the object moved to another generation or
- * when `alreadyDone` says the work is recorded.
- */
-export async function writeConditions(
-  clients: KubeClients,
-  target: StatusTarget,
-  ref: GenerationRef,
-  change: ConditionChange,
-  now: () => Date = () => new Date(),
-): Promise<ConditionWriteResult> {
-  let verdict: 'stale' | 'already-done' | undefined;
-  const result = await updateStatus(clients, target, (fresh) => {
-    verdict = undefined;
-    if (!isCurrent(fresh, ref)) {
-      verdict = 'stale';
-      return undefined;
-    }
-    const current = conditionsOf(fresh);
-    if (change.alreadyDone?.(current, fresh)) {
-      verdict = 'already-done';
-      return undefined;
-    }
-    let conditions = current;
-    for (const update of change.conditions)
-      conditions = setCondition(conditions, { ...update, observedGeneration: ref.generation }, now());
-    const fields = typeof change.fields === 'function' ? change.fields(fresh) : change.fields;
-    return { ...fresh.status, ...fields, conditions };
-  });
-  if (result.outcome === 'gone') return result;
-  if (result.outcome === 'written') return result;
-  return { outcome: verdict ?? 'already-done', object: result.object };
-}
-
-/** What writeConditions' apply twin needs: who applies, on which read, and map fields merged by key. */
+/** Who applies, on which read, and map fields merged by key. */
 export interface ApplyBase {
-  /** Field manager (status-apply.ts fieldManagerFor). */
+  /** Field manager (status-apply.ts fieldManagerFor): one per writer. */
   manager: string;
-  /** The object the step read: the apply's base and its resourceVersion precondition. */
-  live: StoredObject;
+  /** The object the step read: the apply's base and its resourceVersion precondition. Absent: read first. */
+  live?: StoredObject;
   /** Map fields merged key by key (status-apply.ts StatusApply.merge), a function of the fresh object. */
   merge?: (fresh: StoredObject) => Record<string, Record<string, unknown>>;
 }
 
 /**
- * writeConditions by server-side apply (status-apply.ts): decided on the object the step already
- * read, so no GET; a 409 (someone wrote since that read) reads again and decides again, as the
- * read-modify-write did. Same outcomes as writeConditions.
+ * Sets conditions (and other status fields) for one generation of an object, by server-side
+ * apply as `base.manager` (status-apply.ts applyStatusDecided): decided on the object the step
+ * read (or a fresh read), so a 409 (someone wrote since that read) reads again and decides again.
+ * Nothing is written when the object moved to another generation or when `alreadyDone` says the
+ * work is recorded.
  */
 export async function applyConditions(
   clients: KubeClients,
@@ -96,33 +60,27 @@ export async function applyConditions(
   now: () => Date = () => new Date(),
   maxAttempts = 5,
 ): Promise<ConditionWriteResult> {
-  // An object without managedFields (trimmed by a cache) cannot say what the manager owns, and
-  // an apply without it would drop those fields: read it whole.
-  let fresh: StoredObject | undefined = Array.isArray(base.live.metadata.managedFields)
-    ? base.live
-    : await getCustomObject(clients, target);
-  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-    if (!fresh) return { outcome: 'gone' };
-    if (!isCurrent(fresh, ref)) return { outcome: 'stale', object: fresh };
-    if (change.alreadyDone?.(conditionsOf(fresh), fresh)) return { outcome: 'already-done', object: fresh };
-    const fields = typeof change.fields === 'function' ? change.fields(fresh) : change.fields;
-    const result = await applyStatus(
-      clients,
-      target,
-      fresh,
-      {
-        manager: base.manager,
+  let verdict: 'stale' | 'already-done' = 'already-done';
+  const result = await applyStatusDecided(
+    clients,
+    target,
+    base.manager,
+    (fresh) => {
+      if (!isCurrent(fresh, ref)) {
+        verdict = 'stale';
+        return undefined;
+      }
+      verdict = 'already-done';
+      if (change.alreadyDone?.(conditionsOf(fresh), fresh)) return undefined;
+      const fields = typeof change.fields === 'function' ? change.fields(fresh) : change.fields;
+      return {
         conditions: change.conditions.map((update) => ({ ...update, observedGeneration: ref.generation })),
         ...(fields ? { fields } : {}),
         ...(base.merge ? { merge: base.merge(fresh) } : {}),
-      },
-      now(),
-    );
-    if (result.outcome !== 'conflict') return result;
-    fresh = await getCustomObject(clients, target);
-  }
-  throw transient(
-    'StatusConflict',
-    `Could not apply the status of ${target.resource.plural} ${target.namespace}/${target.name}: it kept changing (${maxAttempts} attempts)`,
+      };
+    },
+    { ...(base.live ? { first: base.live } : {}), maxAttempts, now },
   );
+  if (result.outcome === 'unchanged') return { outcome: verdict, object: result.object };
+  return result;
 }

@@ -5,7 +5,7 @@ import { callApi, readOrUndefined } from './api-errors.js';
 
 /** Reads of custom resources (Provisionings, Softwares, BareMetalHosts): one object, or lists. */
 
-/** One custom object: what is read, and whose status is written (status-writer.ts). */
+/** One custom object: what is read, and whose status is written (status-apply.ts). */
 export interface StatusTarget {
   resource: CustomResource;
   namespace: string;

@@ -6,6 +6,7 @@ import { isTrueFor, conditionsOf } from './conditions.js';
 import { getCustomObject, type StatusTarget } from './custom-objects.js';
 import { pauseGate } from './paused.js';
 import { withRetryingCondition } from './retrying-condition.js';
+import { fieldManagerFor } from './status-apply.js';
 import { causeOf, recordedBy, replyIdFor, type StepCause } from './step-causes.js';
 import type { StoredObject } from './stored-object.js';
 
@@ -90,6 +91,7 @@ export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
           pointer.target,
           pointer.ref,
           step.condition,
+          fieldManagerFor(context.functionName),
           context.log,
           () => prologue(step, run, pointer, data),
         )
@@ -143,6 +145,7 @@ async function prologue<Config, Data>(
         pointer.target,
         { uid: current.metadata.uid, generation },
         step.condition,
+        fieldManagerFor(context.functionName),
         context.log,
         act,
       );

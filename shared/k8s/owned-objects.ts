@@ -15,7 +15,7 @@ import { BpaError } from '../errors.js';
 import type { KubeClients } from './clients.js';
 import { getCustomObject } from './custom-objects.js';
 import type { StatusTarget } from './custom-objects.js';
-import { updateStatus } from './status-writer.js';
+import { applyStatusDecided } from './status-apply.js';
 import type { StoredObject } from './stored-object.js';
 
 /**
@@ -74,12 +74,14 @@ export async function withRecordedOwnership<T>(
 }
 
 /**
- * Records the created (or used) object's uid in the owner's status; nothing when it is already
- * recorded, or the status belongs to another object of that name (another uid).
+ * Records the created (or used) object's uid in the owner's status, applied as `manager`;
+ * nothing when it is already recorded, or the status belongs to another object of that name
+ * (another uid). The list is atomic: its last writer owns it, and restates it whole.
  */
 export async function recordOwned(
   clients: KubeClients,
   target: StatusTarget,
+  manager: string,
   ownerUid: string,
   kind: string,
   metadata: V1ObjectMeta | undefined,
@@ -87,34 +89,35 @@ export async function recordOwned(
 ): Promise<StoredObject | undefined> {
   const entry = ownedEntry(kind, metadata);
   if (!entry) return live;
-  const result = await updateStatus(
+  const result = await applyStatusDecided(
     clients,
     target,
+    manager,
     (fresh) => {
       if (fresh.metadata.uid !== ownerUid) return undefined;
       const owned = ownedObjectsOf(fresh.status);
       if (owned.some((item) => isSame(item, entry) && item.uid === entry.uid)) return undefined;
-      return { ...fresh.status, [ownedObjectsField]: withOwnedObject(owned, entry) };
+      return { conditions: [], fields: { [ownedObjectsField]: withOwnedObject(owned, entry) } };
     },
-    5,
-    live,
+    live ? { first: live } : {},
   );
   return result.outcome === 'gone' ? undefined : result.object;
 }
 
-/** Drops the entry of a deleted object. */
+/** Drops the entry of a deleted object, applied as `manager`. */
 export async function forgetOwned(
   clients: KubeClients,
   target: StatusTarget,
+  manager: string,
   ownerUid: string,
   entry: Omit<OwnedObject, 'uid'>,
 ): Promise<void> {
-  await updateStatus(clients, target, (fresh) => {
+  await applyStatusDecided(clients, target, manager, (fresh) => {
     if (fresh.metadata.uid !== ownerUid) return undefined;
     const owned = ownedObjectsOf(fresh.status);
     if (!owned.some((item) => isSame(item, entry))) return undefined;
     const left = withoutOwnedObject(owned, entry);
-    return { ...fresh.status, [ownedObjectsField]: left.length > 0 ? left : undefined };
+    return { conditions: [], fields: { [ownedObjectsField]: left.length > 0 ? left : undefined } };
   });
 }
 

@@ -3,11 +3,12 @@ import { pausedAnnotation } from '../core/lifecycle-names.js';
 import type { Logger } from '../log.js';
 import { Reason } from '../reasons.js';
 import type { KubeClients } from './clients.js';
-import { writeConditions } from './condition-writer.js';
+import { applyConditions } from './condition-writer.js';
 import { conditionsOf, findCondition } from './conditions.js';
 import { recordEvent } from './events.js';
 import { provisioningsResource, softwaresResource, type CustomResource } from './resources.js';
 import { identityOf, type StoredObject } from './stored-object.js';
+import { fieldManagerFor } from './status-apply.js';
 
 /**
  * The pause (contract section 14): `bpa.akraino.org/paused`, whatever its value, on a
@@ -122,7 +123,8 @@ export async function pauseGate(
   // The Event goes with the write that turned the condition over: a Paused condition rewritten
   // for a new generation (the spec changed while paused) is no new transition.
   let turned = false;
-  const result = await writeConditions(
+  // Applied as the reporting function's manager on the object just read (no second read).
+  const result = await applyConditions(
     clients,
     target,
     { uid: live.metadata.uid, generation },
@@ -143,6 +145,7 @@ export async function pauseGate(
           : recorded?.status !== 'True';
       },
     },
+    { manager: fieldManagerFor(options.component), live },
   );
   if (result.outcome === 'written' && turned) {
     options.log?.info(pausing ? 'paused' : 'resumed', { object: where, annotation: pausedAnnotation });

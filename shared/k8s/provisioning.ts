@@ -4,7 +4,7 @@ import { EventTypes, provisioningSubject, type ChainEventType, type ResourceRef 
 import type { Logger } from '../log.js';
 import { provisioningApiVersion, provisioningKind } from '../schemas/provisioning.js';
 import type { KubeClients } from './clients.js';
-import { completeStep, reportFailure, type Failure, type Success } from './step-report.js';
+import { completeStep, reportFailure, type Failure, type StepTarget, type Success } from './step-report.js';
 import { provisioningsResource } from './resources.js';
 import { getCustomObject } from './custom-objects.js';
 import { recordedBy, replyIdFor } from './step-causes.js';
@@ -68,6 +68,22 @@ export interface WriteOptions {
   apply?: boolean;
 }
 
+/** Where a step of this Provisioning's generation ends, reported by `functionName` (both endings). */
+function stepTarget(
+  object: StoredObject,
+  functionName: string,
+  options: WriteOptions,
+): StepTarget & { ref: ResourceRef } {
+  const ref = provisioningRef(object);
+  return {
+    target: provisioningTarget(ref.namespace, ref.name),
+    object: provisioningIdentity(ref),
+    ref,
+    component: functionName,
+    ...(options.apply ? { live: object } : {}),
+  };
+}
+
 /**
  * Records a failed step (condition False + Ready False + Warning Event) and returns the
  * `provisioning.failed` event to reply with, or undefined when that exact failure was already
@@ -81,19 +97,9 @@ export async function failProvisioning(
   log?: Logger,
   options: WriteOptions = {},
 ): Promise<CloudEvent<unknown> | undefined> {
-  const ref = provisioningRef(object);
-  const result = await reportFailure(
-    clients,
-    {
-      ...failure,
-      target: provisioningTarget(ref.namespace, ref.name),
-      object: provisioningIdentity(ref),
-      ref,
-      component: functionName,
-      ...(options.apply ? { live: object } : {}),
-    },
-    log,
-  );
+  const where = stepTarget(object, functionName, options);
+  const { ref } = where;
+  const result = await reportFailure(clients, { ...failure, ...where }, log);
   log?.warn('provisioning step failed', {
     step: failure.step,
     reason: failure.reason,
@@ -132,20 +138,10 @@ export async function completeProvisioningStep<T extends ChainEventType>(
   log?: Logger,
   options: WriteOptions = {},
 ): Promise<CloudEvent<unknown> | undefined> {
-  const ref = provisioningRef(object);
+  const where = stepTarget(object, functionName, options);
+  const { ref } = where;
   const { announce, ...step } = success;
-  const result = await completeStep(
-    clients,
-    {
-      ...step,
-      target: provisioningTarget(ref.namespace, ref.name),
-      object: provisioningIdentity(ref),
-      ref,
-      component: functionName,
-      ...(options.apply ? { live: object } : {}),
-    },
-    log,
-  );
+  const result = await completeStep(clients, { ...step, ...where }, log);
   const again = result.outcome === 'already-done' && recordedBy(result.object.status, step.step, step.cause);
   if (result.outcome !== 'written' && !again) return undefined;
   if (again) log?.info('step already done by this same event: its reply is sent again', { step: step.step });

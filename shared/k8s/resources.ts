@@ -5,16 +5,15 @@ export interface CustomResource {
   plural: string;
 }
 
-export const provisioningsResource: CustomResource = {
+/** A custom resource of the project's own API group and version (manifests/crds/). */
+const bpaResource = (plural: string): CustomResource => ({
   group: 'bpa.akraino.org',
   version: 'v1alpha1',
-  plural: 'provisionings',
-};
-export const softwaresResource: CustomResource = {
-  group: 'bpa.akraino.org',
-  version: 'v1alpha1',
-  plural: 'softwares',
-};
+  plural,
+});
+
+export const provisioningsResource = bpaResource('provisionings');
+export const softwaresResource = bpaResource('softwares');
 export const bareMetalHostsResource: CustomResource = {
   group: 'metal3.io',
   version: 'v1alpha1',

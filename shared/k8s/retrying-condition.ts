@@ -1,7 +1,7 @@
 import { describeError, httpStatusFor } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
-import { type GenerationRef, writeConditions } from './condition-writer.js';
+import { applyConditions, type GenerationRef } from './condition-writer.js';
 import type { StatusTarget } from './custom-objects.js';
 
 /**
@@ -17,27 +17,35 @@ export async function recordRetrying(
   target: StatusTarget,
   ref: GenerationRef,
   conditionType: string,
+  /** The field manager of the write (status-apply.ts fieldManagerFor). */
+  manager: string,
   error: unknown,
   log: Logger,
 ): Promise<void> {
   if (httpStatusFor(error) < 500) return;
   const { reason, message } = describeError(error);
   try {
-    await writeConditions(clients, target, ref, {
-      conditions: [
-        {
-          type: conditionType,
-          status: 'Unknown',
-          reason,
-          message: `${message} (will be retried)`,
-        },
-      ],
-      alreadyDone: (conditions) =>
-        conditions.some(
-          (c) =>
-            c.type === conditionType && c.observedGeneration === ref.generation && c.status !== 'Unknown',
-        ),
-    });
+    await applyConditions(
+      clients,
+      target,
+      ref,
+      {
+        conditions: [
+          {
+            type: conditionType,
+            status: 'Unknown',
+            reason,
+            message: `${message} (will be retried)`,
+          },
+        ],
+        alreadyDone: (conditions) =>
+          conditions.some(
+            (c) =>
+              c.type === conditionType && c.observedGeneration === ref.generation && c.status !== 'Unknown',
+          ),
+      },
+      { manager },
+    );
   } catch (writeError) {
     log.warn('could not record the transient failure on status', {
       reason,
@@ -52,13 +60,14 @@ export async function withRetryingCondition<T>(
   target: StatusTarget,
   ref: GenerationRef,
   conditionType: string,
+  manager: string,
   log: Logger,
   step: () => Promise<T>,
 ): Promise<T> {
   try {
     return await step();
   } catch (error) {
-    await recordRetrying(clients, target, ref, conditionType, error, log);
+    await recordRetrying(clients, target, ref, conditionType, manager, error, log);
     throw error;
   }
 }

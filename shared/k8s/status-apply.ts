@@ -4,8 +4,9 @@ import type { Condition } from '../schemas/kube.js';
 import { apiStatusCode, classifyApiError, isConflict, isNotFound } from './api-errors.js';
 import type { KubeClients } from './clients.js';
 import { conditionsOf, setCondition, type ConditionUpdate } from './conditions.js';
-import type { StatusTarget } from './custom-objects.js';
+import { getCustomObject, type StatusTarget } from './custom-objects.js';
 import type { StoredObject } from './stored-object.js';
+import { transient } from '../errors.js';
 
 /**
  * Status written by server-side apply (issue 26): each function applies, as its own field manager
@@ -30,8 +31,14 @@ export interface StatusApply {
   manager: string;
   /** Conditions to set; lastTransitionTime is kept from the live object unless the status changes. */
   conditions: ConditionUpdate[];
-  /** Other status fields this manager sets; `undefined` drops one it owns. */
+  /**
+   * Other status fields this manager sets. `undefined` drops the field, as a read-modify-write
+   * did: the apply drops it where this manager owns it, and a JSON patch (a test of the value
+   * seen, then a remove) where another manager wrote it.
+   */
   fields?: Record<string, unknown>;
+  /** Condition types to drop, whoever wrote them (a re-run of the chain drops its step conditions). */
+  removeConditions?: string[];
   /**
    * Map fields shared by managers key by key (status.stepCauses: each step its key): merged into
    * what this manager owns of them; an `undefined` value drops the key.
@@ -99,17 +106,19 @@ const derivedTypes = new Set<string>([KstatusCondition.reconciling, KstatusCondi
 /**
  * What `manager` applies: its owned fields, the change, its conditions with the live
  * lastTransitionTime (moved only when the status changes), and the kstatus fields derived from
- * the whole status as it will be (live plus the change). Also which derived conditions the live
- * object has and the new status must not (removed by a JSON patch: an apply cannot remove an entry
- * other managers share).
+ * the whole status as it will be (live plus the change). Also which conditions the live object
+ * has and the new status must not (derived ones no longer derived, and `removeConditions`), and
+ * which fields the change drops (`drop`): both removed by a JSON patch where the apply alone
+ * cannot (an entry or a field another manager wrote).
  */
 export function applyBody(
   live: StoredObject,
   change: StatusApply,
   now: Date = new Date(),
-): { status: Record<string, unknown>; remove: string[] } {
+): { status: Record<string, unknown>; remove: string[]; drop: string[] } {
   const owned = ownedStatus(live, change.manager);
-  let all = conditionsOf(live);
+  const removed = new Set(change.removeConditions ?? []);
+  let all = conditionsOf(live).filter((c) => !removed.has(c.type));
   for (const update of change.conditions) all = setCondition(all, update, now);
   const changedFields: Record<string, unknown> = { ...change.fields };
   for (const [field, entries] of Object.entries(change.merge ?? {})) {
@@ -121,7 +130,7 @@ export function applyBody(
   const derived = conditionsOf({ ...live, status: whole }).filter((c) => derivedTypes.has(c.type));
   const setTypes = new Set([...change.conditions.map((c) => c.type), ...derived.map((c) => c.type)]);
   const ownedConditions = conditionsOf({ ...live, status: owned }).filter(
-    (c) => !setTypes.has(c.type) && !derivedTypes.has(c.type),
+    (c) => !setTypes.has(c.type) && !derivedTypes.has(c.type) && !removed.has(c.type),
   );
   const conditions: Condition[] = [
     ...ownedConditions,
@@ -132,9 +141,16 @@ export function applyBody(
   if (whole.observedGeneration !== undefined) status.observedGeneration = whole.observedGeneration;
   for (const [key, value] of Object.entries(status)) if (value === undefined) delete status[key];
   const remove = conditionsOf(live)
-    .filter((c) => derivedTypes.has(c.type) && !derived.some((d) => d.type === c.type))
+    .filter(
+      (c) =>
+        (derivedTypes.has(c.type) && !derived.some((d) => d.type === c.type)) ||
+        (removed.has(c.type) && !change.conditions.some((u) => u.type === c.type)),
+    )
     .map((c) => c.type);
-  return { status, remove };
+  const drop = Object.entries(change.fields ?? {})
+    .filter(([, value]) => value === undefined)
+    .map(([field]) => field);
+  return { status, remove, drop };
 }
 
 /**
@@ -153,7 +169,7 @@ export async function applyStatus(
 ): Promise<ApplyResult> {
   const { group, version, plural } = target.resource;
   const where = `${plural} ${target.namespace}/${target.name}`;
-  const { status, remove } = applyBody(live, change, now);
+  const { status, remove, drop } = applyBody(live, change, now);
   const request = { group, version, plural, namespace: target.namespace, name: target.name };
   try {
     let stored = (await clients.custom.patchNamespacedCustomObjectStatus(
@@ -176,6 +192,7 @@ export async function applyStatus(
       applyPatch,
     )) as StoredObject;
     if (remove.length > 0) stored = await removeConditions(clients, request, stored, remove);
+    if (drop.length > 0) stored = await removeFields(clients, request, stored, drop);
     return { outcome: 'written', object: stored };
   } catch (error) {
     if (isConflict(error)) return { outcome: 'conflict' };
@@ -184,7 +201,27 @@ export async function applyStatus(
   }
 }
 
-/** Removes derived conditions by index, each guarded by a test of its type (JSON patch). */
+/**
+ * Removes status fields the apply left (another manager wrote them), each guarded by a test of the
+ * value just stored (JSON patch): a field changed since by someone else keeps their newer value.
+ */
+async function removeFields(
+  clients: KubeClients,
+  request: { group: string; version: string; plural: string; namespace: string; name: string },
+  stored: StoredObject,
+  fields: string[],
+): Promise<StoredObject> {
+  const left = fields.filter((field) => stored.status?.[field] !== undefined);
+  if (left.length === 0) return stored;
+  const pointer = (field: string) => `/status/${field.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+  const body = left.flatMap((field) => [
+    { op: 'test', path: pointer(field), value: stored.status?.[field] },
+    { op: 'remove', path: pointer(field) },
+  ]);
+  return patchStatusIfUnchanged(clients, request, stored, body);
+}
+
+/** Removes conditions by index, each guarded by a test of its type (JSON patch). */
 async function removeConditions(
   clients: KubeClients,
   request: { group: string; version: string; plural: string; namespace: string; name: string },
@@ -201,15 +238,73 @@ async function removeConditions(
     { op: 'test', path: `/status/conditions/${index}/type`, value: type },
     { op: 'remove', path: `/status/conditions/${index}` },
   ]);
+  return patchStatusIfUnchanged(clients, request, stored, body);
+}
+
+/**
+ * A JSON patch of the status whose `test` operations guard what it removes. Best effort: when
+ * what it tests moved under us (422), the object changed (409) or is gone (404), it returns what
+ * was read; the apply itself is recorded, and the next status write derives kstatus again.
+ */
+async function patchStatusIfUnchanged(
+  clients: KubeClients,
+  request: { group: string; version: string; plural: string; namespace: string; name: string },
+  stored: StoredObject,
+  body: object[],
+): Promise<StoredObject> {
   try {
     return (await clients.custom.patchNamespacedCustomObjectStatus(
       { ...request, body },
       jsonPatch,
     )) as StoredObject;
   } catch (error) {
-    // Best effort: the list moved under us (the test failed) or the write failed; the apply itself
-    // is recorded, and the next status write derives kstatus again.
     if (isConflict(error) || isNotFound(error) || apiStatusCode(error) === 422) return stored;
     throw error;
   }
+}
+
+/** What a manager decides to apply on the object it read (StatusApply without the manager). */
+export type StatusDecision = Omit<StatusApply, 'manager'>;
+
+export type StatusWriteResult =
+  /** Applied; `object` is what the API server stored. */
+  | { outcome: 'written'; object: StoredObject }
+  /** The decision found nothing to write on the object read. */
+  | { outcome: 'unchanged'; object: StoredObject }
+  /** The object is gone: whatever the event was about is stale. */
+  | { outcome: 'gone' };
+
+/**
+ * The one status write of the product: decide on the object read, apply the decision as
+ * `manager` conditional on that read's resourceVersion (applyStatus); a 409 (someone wrote since)
+ * reads again and decides again, up to `maxAttempts` times (then a transient error, so the event
+ * is redelivered). `first`: the object the caller just read, the first attempt's base (no GET);
+ * one without managedFields (trimmed by a cache) cannot say what the manager owns, and an apply
+ * without that would drop those fields, so it is read whole first.
+ */
+export async function applyStatusDecided(
+  clients: KubeClients,
+  target: StatusTarget,
+  manager: string,
+  decide: (fresh: StoredObject) => StatusDecision | undefined,
+  {
+    first,
+    maxAttempts = 5,
+    now = () => new Date(),
+  }: { first?: StoredObject; maxAttempts?: number; now?: () => Date } = {},
+): Promise<StatusWriteResult> {
+  let fresh =
+    first && Array.isArray(first.metadata.managedFields) ? first : await getCustomObject(clients, target);
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    if (!fresh) return { outcome: 'gone' };
+    const decision = decide(fresh);
+    if (decision === undefined) return { outcome: 'unchanged', object: fresh };
+    const result = await applyStatus(clients, target, fresh, { manager, ...decision }, now());
+    if (result.outcome !== 'conflict') return result;
+    fresh = await getCustomObject(clients, target);
+  }
+  throw transient(
+    'StatusConflict',
+    `Could not apply the status of ${target.resource.plural} ${target.namespace}/${target.name}: it kept changing (${maxAttempts} attempts)`,
+  );
 }

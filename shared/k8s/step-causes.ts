@@ -52,20 +52,6 @@ export function recordedBy(
 }
 
 /**
- * The `stepCauses` status field after `step` is recorded by `cause`; without a cause (the
- * sweep) the step's entry is dropped, so no older event matches a newer recording.
- */
-export function causesAfter(
-  status: Record<string, unknown> | undefined,
-  step: string,
-  cause: StepCause | undefined,
-): Record<string, StepCause> | undefined {
-  const { [step]: _previous, ...others } = causesOf(status);
-  const next = cause ? { ...others, [step]: cause } : others;
-  return Object.keys(next).length > 0 ? next : undefined;
-}
-
-/**
  * The id of the reply `step` gives to `cause`: the same for every delivery of that event, so a
  * repeated reply is the same CloudEvent (source + id) as the first. Undefined: a fresh id.
  */

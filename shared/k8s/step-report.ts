@@ -2,7 +2,6 @@ import type { Logger } from '../log.js';
 import type { KubeClients } from './clients.js';
 import {
   applyConditions,
-  writeConditions,
   type ConditionChange,
   type ConditionWriteResult,
   type GenerationRef,
@@ -13,7 +12,7 @@ import { recordEvent } from './events.js';
 import type { ObjectIdentity, StoredObject } from './stored-object.js';
 import type { Condition } from '../schemas/kube.js';
 import type { ConditionReason, StepReason } from '../reasons.js';
-import { causesAfter, stepCausesField, type StepCause } from './step-causes.js';
+import { stepCausesField, type StepCause } from './step-causes.js';
 import { fieldManagerFor } from './status-apply.js';
 
 /**
@@ -33,11 +32,15 @@ export interface StepTarget {
   /** Other status fields to write with the conditions (nodes, jobName, hosts...), or a function of the fresh object. */
   fields?: Record<string, unknown> | ((fresh: StoredObject) => Record<string, unknown>);
   /**
-   * The object the step read. Given, the ending is a server-side apply by the component's field
-   * manager on it (status-apply.ts), with no read: only the step's own fields, so the fields have
-   * to be ones the component owns (written by its applies). Absent: a read-modify-write.
+   * The object the step read: the base of the ending's server-side apply (status-apply.ts), with
+   * no read. Absent: the object is read first.
    */
   live?: StoredObject;
+  /**
+   * The field manager of the write; default `bpa-<component>`. A writer other than the function
+   * itself (the install Job) reports with the function's component but applies as its own manager.
+   */
+  manager?: string;
 }
 
 export interface Failure {
@@ -119,14 +122,8 @@ export async function completeStep(
   report: SuccessReport,
   log?: Logger,
 ): Promise<ConditionWriteResult> {
-  const { step, reason, message, ready, cause } = report;
-  // An apply merges this step's cause into the manager's own (another step's entry is another
-  // manager's); a read-modify-write rewrites the whole map from the fresh object.
-  const fields = (fresh: StoredObject) => ({
-    ...(typeof report.fields === 'function' ? report.fields(fresh) : report.fields),
-    ...(report.live ? {} : { [stepCausesField]: causesAfter(fresh.status, step, cause) }),
-  });
-  return writeStep(clients, { ...report, fields }, 'Normal', log, {
+  const { step, reason, message, ready } = report;
+  return writeStep(clients, report, 'Normal', log, {
     conditions: [
       { type: step, status: 'True', reason, message },
       { type: 'Ready', ...ready },
@@ -150,16 +147,16 @@ async function writeStep(
   change: Omit<ConditionChange, 'fields'>,
 ): Promise<ConditionWriteResult> {
   const full = { ...change, fields: report.fields };
-  const result = report.live
-    ? await applyConditions(clients, report.target, report.ref, full, {
-        manager: fieldManagerFor(report.component),
-        live: report.live,
-        // The success's cause (completeStep); a failure leaves the step's cause as it is.
-        ...(eventType === 'Normal'
-          ? { merge: () => ({ [stepCausesField]: { [report.step]: report.cause } }) }
-          : {}),
-      })
-    : await writeConditions(clients, report.target, report.ref, full);
+  const result = await applyConditions(clients, report.target, report.ref, full, {
+    manager: report.manager ?? fieldManagerFor(report.component),
+    ...(report.live ? { live: report.live } : {}),
+    // The success's cause (completeStep) merged into the manager's own causes (another step's
+    // entry is another manager's); none (the sweep) drops the step's entry. A failure leaves the
+    // step's cause as it is.
+    ...(eventType === 'Normal'
+      ? { merge: () => ({ [stepCausesField]: { [report.step]: report.cause } }) }
+      : {}),
+  });
   if (result.outcome === 'written')
     await recordEvent(
       clients,

@@ -2,7 +2,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { CloudEvent } from 'cloudevents';
 import { envInt } from '../config.js';
 import { describeError, transient } from '../errors.js';
+import { pingDataSchema } from '../events/types.js';
 import type { Logger } from '../log.js';
+import { on, type FunctionContext } from '../server/types.js';
 import { notOnboardedIn, onboardCommand, terminatingIn } from './api-errors.js';
 import { kubeClients, type KubeClients } from './clients.js';
 import { listInNamespaces } from './custom-objects.js';
@@ -156,4 +158,15 @@ export async function runSweep(context: SweepContext, sweep: Sweep): Promise<voi
       'SweepIncomplete',
       `The sweep could not re-drive ${failed.length} ${sweep.kind}(s): ${failed.join(', ')}`,
     );
+}
+
+/**
+ * The handler of the ping (the PingSource's tick, contract section 12) in every function that
+ * sweeps: its sweep, and no reply (what a sweep re-drives, it sends itself).
+ */
+export function sweepOnPing<Config>(sweep: (context: FunctionContext<Config>) => Promise<void>) {
+  return on(pingDataSchema, async (context: FunctionContext<Config>) => {
+    await sweep(context);
+    return undefined;
+  });
 }

@@ -245,8 +245,9 @@ it('the install token (usable by any tenant pod) writes its own Software’s sta
     ).status?.allowed ?? false;
   const bpa = 'bpa.akraino.org';
   const denied = [
-    await can('update', 'softwares/status', bpa, 'token-other'),
-    await can('patch', 'softwares/status', bpa, 'token-own'),
+    await can('patch', 'softwares/status', bpa, 'token-other'),
+    // Its status writes are server-side applies (patch): never a replace, even of its own.
+    await can('update', 'softwares/status', bpa, 'token-own'),
     await can('update', 'softwares', bpa, 'token-own'),
     await can('delete', 'softwares', bpa, 'token-own'),
     await can('create', 'softwares', bpa),
@@ -263,7 +264,7 @@ it('the install token (usable by any tenant pod) writes its own Software’s sta
     await can('create', 'leases', 'coordination.k8s.io', undefined, 'kube-system'),
     await can('update', 'leases', 'coordination.k8s.io', 'anything', 'default'),
   ];
-  expect(await can('update', 'softwares/status', bpa, 'token-own')).toBe(true);
+  expect(await can('patch', 'softwares/status', bpa, 'token-own')).toBe(true);
   // A real write to the other Software's status: refused.
   const fresh = await readSoftware('token-other');
   const written = await custom(asInstaller)

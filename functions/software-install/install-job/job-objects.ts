@@ -103,11 +103,12 @@ export function installerRole(software: SoftwareOwner, sshKeySecret: string): V1
     rules: [
       // Its own Software: read it, write its status. Nothing else of any Software is writable.
       { apiGroups: [group], resources: ['softwares'], verbs: ['get'], resourceNames: [software.name] },
-      // Replaced whole under the read resourceVersion (shared/k8s/status-writer.ts): update only.
+      // By server-side apply as bpa-software-install-job (shared/k8s/status-apply.ts; a JSON
+      // patch drops the function's claim): patch only.
       {
         apiGroups: [group],
         resources: ['softwares/status'],
-        verbs: ['update'],
+        verbs: ['patch'],
         resourceNames: [software.name],
       },
       // Host keys pinned by the cluster's other Softwares (read-only).

@@ -7,7 +7,7 @@ import { describeIssues } from '../../../shared/schemas/issues.js';
 import { softwareSchema } from '../../../shared/schemas/software.js';
 import { kubeClients } from '../../../shared/k8s/clients.js';
 import { readOrUndefined } from '../../../shared/k8s/api-errors.js';
-import { writeConditions } from '../../../shared/k8s/condition-writer.js';
+import { applyConditions } from '../../../shared/k8s/condition-writer.js';
 import { getCustomObject } from '../../../shared/k8s/custom-objects.js';
 import { recordEvent } from '../../../shared/k8s/events.js';
 import type { StoredObject } from '../../../shared/k8s/stored-object.js';
@@ -23,7 +23,7 @@ import {
   softwareTarget,
   type HostStatus,
 } from '../software-status.js';
-import { functionName } from '../name.js';
+import { functionName, installJobManager } from '../name.js';
 import { softwareLists } from '../package-checks.js';
 import { packageWord } from '../ssh/command.js';
 import { runRetriedInstall } from '../ssh/host-install.js';
@@ -86,7 +86,7 @@ export async function runInstallJob(
     message: string,
     hosts?: HostStatus[],
   ): Promise<InstallJobOutcome> => {
-    await failSoftware(clients, live, { reason, message }, log, hosts);
+    await failSoftware(clients, live, { reason, message }, log, hosts, {}, installJobManager);
     return { kind: 'failed', reason, hosts: hosts ?? [] };
   };
 
@@ -233,13 +233,20 @@ export async function runInstallJob(
     );
   }
   const message = installedMessage(hosts, nodes, cluster);
-  const written = await writeConditions(clients, softwareTarget(ref.namespace, ref.name), ref, {
-    conditions: [
-      { type: SoftwareCondition.installed, status: 'True', reason: 'Installed', message },
-      { type: SoftwareCondition.ready, status: 'True', reason: 'Installed', message },
-    ],
-    fields: { hosts, installedNodes, claim: undefined },
-  });
+  // Applied as the Job's own field manager (the function's fields stay); the claim released.
+  const written = await applyConditions(
+    clients,
+    softwareTarget(ref.namespace, ref.name),
+    ref,
+    {
+      conditions: [
+        { type: SoftwareCondition.installed, status: 'True', reason: 'Installed', message },
+        { type: SoftwareCondition.ready, status: 'True', reason: 'Installed', message },
+      ],
+      fields: { hosts, installedNodes, claim: undefined },
+    },
+    { manager: installJobManager },
+  );
   if (written.outcome === 'written')
     await recordEvent(
       clients,

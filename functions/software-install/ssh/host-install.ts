@@ -4,6 +4,7 @@ import { describeError } from '../../../shared/errors.js';
 import { defaultConcurrency, runWithConcurrency } from './fanout.js';
 import {
   installOneHost,
+  internalErrorResult,
   type HostInstallResult,
   type InstallRunOptions,
   type PlannedHostInstall,
@@ -124,19 +125,13 @@ export async function runRetriedInstall(options: RetriedInstallOptions): Promise
     (host) => installOnHost(host, options, log.child({ node: host.node, ip: host.ip })),
     options.concurrency ?? defaultConcurrency,
   );
-  return settled.map((outcome, index) => {
-    if (outcome.status === 'fulfilled') return outcome.value;
-    const host = options.hosts[index] as PlannedHostInstall;
-    return {
-      ...host,
-      exitCode: null,
-      error: { reason: 'SessionClosed', message: `Internal error on ${host.ip}: ${String(outcome.reason)}` },
-      stdoutTail: [],
-      stderrTail: [],
-      durationMs: 0,
-      startedAt: new Date().toISOString(),
-      attempts: 1,
-      leaseWaitMs: 0,
-    };
-  });
+  return settled.map((outcome, index) =>
+    outcome.status === 'fulfilled'
+      ? outcome.value
+      : {
+          ...internalErrorResult(options.hosts[index] as PlannedHostInstall, outcome.reason),
+          attempts: 1,
+          leaseWaitMs: 0,
+        },
+  );
 }

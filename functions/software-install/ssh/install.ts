@@ -137,6 +137,22 @@ export type HostInstallResult = PlannedHostInstall &
   };
 
 /**
+ * A host whose install rejected instead of returning a result: a bug (runSshCommand never
+ * rejects), still reported for that host alone, as a failed session.
+ */
+export function internalErrorResult(host: PlannedHostInstall, cause: unknown): HostInstallResult {
+  return {
+    ...host,
+    exitCode: null,
+    error: { reason: 'SessionClosed', message: `Internal error on ${host.ip}: ${String(cause)}` },
+    stdoutTail: [],
+    stderrTail: [],
+    durationMs: 0,
+    startedAt: new Date().toISOString(),
+  };
+}
+
+/**
  * Runs the planned installs over SSH (each detached on its host, polled), hosts in parallel up to the limit, results in the order
  * of `hosts`. One host failing (down, hanging, wrong key, non-zero exit) fails only itself.
  */
@@ -165,18 +181,9 @@ export async function runInstall(options: InstallRunOptions): Promise<HostInstal
     },
     options.concurrency ?? defaultConcurrency,
   );
-  // runSshCommand never rejects; a rejection here is a bug, still reported per host.
-  return settled.map((outcome, index) => {
-    const host = options.hosts[index] as PlannedHostInstall;
-    if (outcome.status === 'fulfilled') return outcome.value;
-    return {
-      ...host,
-      exitCode: null,
-      error: { reason: 'SessionClosed', message: `Internal error on ${host.ip}: ${String(outcome.reason)}` },
-      stdoutTail: [],
-      stderrTail: [],
-      durationMs: 0,
-      startedAt: new Date().toISOString(),
-    };
-  });
+  return settled.map((outcome, index) =>
+    outcome.status === 'fulfilled'
+      ? outcome.value
+      : internalErrorResult(options.hosts[index] as PlannedHostInstall, outcome.reason),
+  );
 }

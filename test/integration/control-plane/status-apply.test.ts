@@ -4,7 +4,8 @@
  * write their own conditions on one Provisioning and neither apply drops the other's; a field
  * written by a plain update (another writer) survives too; lastTransitionTime moves only when a
  * condition's status does; an apply based on a stale read is refused (409), which the steps rely
- * on to record a success once; the derived Reconciling goes when Ready turns True.
+ * on to record a success once; the derived Reconciling goes when Ready turns True; a field or a
+ * condition another manager wrote is dropped all the same when a change says so.
  */
 import { describe, expect, it } from '@jest/globals';
 import { CustomObjectsApi } from '@kubernetes/client-node';
@@ -22,6 +23,7 @@ const cluster = useTestCluster();
 
 const hostLookup = fieldManagerFor('host-lookup');
 const inventoryRender = fieldManagerFor('inventory-render');
+const kudJobLaunch = fieldManagerFor('kud-job-launch');
 
 async function newProvisioning(name: string) {
   await createProvisioning(
@@ -72,7 +74,7 @@ describe('status by server-side apply', () => {
     );
     expect(resolved.outcome).toBe('written');
 
-    // Another writer's field, by a plain update (as the functions' read-modify-writes still do).
+    // Another writer's field, by a plain update (a writer outside the functions: the functions apply).
     live = await read();
     const api = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     await api.replaceNamespacedCustomObjectStatus({
@@ -240,5 +242,58 @@ describe('status by server-side apply', () => {
     live = await read();
     expect(types(live)).not.toContain('Reconciling');
     expect(findCondition(conditionsOf(live), 'Ready')?.status).toBe('True');
+  });
+
+  it('drops a field and conditions another manager wrote, as a read-modify-write did', async () => {
+    const { clients, target, read } = await newProvisioning('drops');
+    let live = await read();
+    const releasing = [{ cluster: 'old', since: '2026-01-01T00:00:00Z', launched: true }];
+    await applyConditions(
+      clients,
+      target,
+      ref(live),
+      {
+        conditions: [{ type: 'HostsResolved', status: 'True', reason: 'HostsResolved', message: 'resolved' }],
+        fields: { releasingClusters: releasing, retry: '1' },
+      },
+      { manager: hostLookup, live },
+    );
+    live = await read();
+    await applyConditions(
+      clients,
+      target,
+      ref(live),
+      {
+        conditions: [
+          { type: 'InventoryRendered', status: 'True', reason: 'InventoryRendered', message: 'r' },
+        ],
+      },
+      { manager: inventoryRender, live },
+    );
+    // kud-job-launch releases the old name host-lookup recorded: an apply alone cannot drop it.
+    live = await read();
+    const released = await applyStatus(clients, target, live, {
+      manager: kudJobLaunch,
+      conditions: [],
+      fields: { releasingClusters: undefined },
+    });
+    expect(released.outcome).toBe('written');
+    live = await read();
+    expect(live.status?.releasingClusters).toBeUndefined();
+    expect(live.status?.retry).toBe('1');
+    // A re-run (host-lookup) drops every step condition, its own and inventory-render's.
+    const rerun = await applyStatus(clients, target, live, {
+      manager: hostLookup,
+      conditions: [
+        { type: 'Ready', status: 'Unknown', reason: 'Provisioning', message: 'again', observedGeneration: 1 },
+      ],
+      removeConditions: ['HostsResolved', 'InventoryRendered'],
+    });
+    expect(rerun.outcome).toBe('written');
+    live = await read();
+    expect(types(live)).not.toContain('HostsResolved');
+    expect(types(live)).not.toContain('InventoryRendered');
+    expect(findCondition(conditionsOf(live), 'Ready')?.message).toBe('again');
+    expect(live.status?.retry).toBe('1');
   });
 });

@@ -30,7 +30,7 @@ test('the Role writes the status of that one Software only, and reads no Secret 
     {
       apiGroups: ['bpa.akraino.org'],
       resources: ['softwares/status'],
-      verbs: ['update'],
+      verbs: ['patch'],
       resourceNames: ['sw'],
     },
   ]);

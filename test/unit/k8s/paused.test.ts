@@ -38,9 +38,13 @@ const paused = (status: Condition['status'], observedGeneration = 1): Condition 
 
 let uids = 0;
 
+type JsonPatchOp = { op: string; path: string };
+
 /**
- * The API server as the gate sees it: one stored object, status replaces, Events created. Each
- * fake holds another uid: recordEvent remembers the Events of the process by object.
+ * The API server as the gate sees it: one stored object, status applies (server-side apply of one
+ * manager: conditions merged by type, other fields set; a JSON patch removes derived conditions),
+ * Events created. Each fake holds another uid: recordEvent remembers the Events of the process
+ * by object. No managedFields: the gate's write reads the object first.
  */
 function fakeApi(initial: StoredObject) {
   let stored: StoredObject = { ...initial, metadata: { ...initial.metadata, uid: `p-${++uids}` } };
@@ -48,9 +52,33 @@ function fakeApi(initial: StoredObject) {
   let writes = 0;
   const custom = {
     getNamespacedCustomObject: async () => structuredClone(stored),
-    replaceNamespacedCustomObjectStatus: async ({ body }: { body: StoredObject }) => {
-      writes++;
-      stored = { ...body, metadata: { ...body.metadata, resourceVersion: String(writes + 1) } };
+    patchNamespacedCustomObjectStatus: async ({ body }: { body: StoredObject | JsonPatchOp[] }) => {
+      const status = structuredClone(stored.status ?? {});
+      const conditions = [...((status.conditions as Condition[] | undefined) ?? [])];
+      if (Array.isArray(body)) {
+        for (const op of body.filter((o) => o.op === 'remove')) {
+          const [, , field, index] = op.path.split('/');
+          if (field === 'conditions') conditions.splice(Number(index), 1);
+          else if (field !== undefined) delete status[field];
+        }
+      } else {
+        writes++;
+        const { conditions: applied = [], ...fields } = (body.status ?? {}) as { conditions?: Condition[] };
+        Object.assign(status, fields);
+        for (const condition of applied) {
+          const index = conditions.findIndex((c) => c.type === condition.type);
+          if (index >= 0) conditions[index] = condition;
+          else conditions.push(condition);
+        }
+      }
+      stored = {
+        ...stored,
+        metadata: {
+          ...stored.metadata,
+          resourceVersion: String(Number(stored.metadata.resourceVersion) + 1),
+        },
+        status: { ...status, conditions },
+      };
       return structuredClone(stored);
     },
   };
@@ -104,7 +132,7 @@ describe('pauseGate', () => {
     expect(await pauseGate(api.clients, api.stored(), options)).toEqual({ stop: true });
     expect(pausedOf(api.stored())).toMatchObject({ status: 'True', reason: 'Paused', observedGeneration: 1 });
     expect(String(pausedOf(api.stored())?.message)).toContain(pausedAnnotation);
-    // kstatus sees it: Reconciling, reason Paused (status-writer derives it on every write).
+    // kstatus sees it: Reconciling, reason Paused (status-apply derives it on every write).
     const derived = (api.stored().status?.conditions as Condition[]).find((c) => c.type === 'Reconciling');
     expect(derived).toMatchObject({ status: 'True', reason: 'Paused' });
     // The echo of that write, and the next events: stopped, nothing written, no second Event.

@@ -161,4 +161,32 @@ describe('server-side apply of a status', () => {
     expect(types(status)).toEqual(['Ready']);
     expect(remove).toEqual(['Reconciling']);
   });
+
+  it('drops conditions another manager wrote: restated by none, removed by the JSON patch', () => {
+    // A re-run of the chain (host-lookup) drops every step condition, whoever wrote it.
+    const { status, remove } = applyBody(live, {
+      manager: 'bpa-host-lookup',
+      conditions: [
+        { type: 'Ready', status: 'Unknown', reason: 'Provisioning', message: 'again', observedGeneration: 2 },
+      ],
+      removeConditions: ['HostsResolved', 'InventoryRendered', 'JobLaunched'],
+    });
+    // Its own HostsResolved is not restated (so the apply drops it); Reconciling stays derived.
+    expect(types(status)).toEqual(['Ready', 'Reconciling']);
+    // inventory-render's condition, and its own in case another manager co-owns it.
+    expect(remove.sort()).toEqual(['HostsResolved', 'InventoryRendered']);
+  });
+
+  it('names the fields set to undefined, to be removed where another manager wrote them', () => {
+    const { status, drop } = applyBody(live, {
+      manager: 'bpa-kud-job-launch',
+      conditions: [],
+      fields: { jobName: undefined, job: { phase: 'Running' } },
+      merge: { stepCauses: { JobLaunched: undefined } },
+    });
+    expect(status.jobName).toBeUndefined();
+    expect(status.job).toEqual({ phase: 'Running' });
+    // A map merged key by key is never dropped whole (other managers' keys live in it).
+    expect(drop).toEqual(['jobName']);
+  });
 });

@@ -95,7 +95,7 @@ describe('import circles', () => {
   it('reads the real tree: bench/run.ts imports its modules', () => {
     const graph = importGraph();
     expect(graph.get('bench/run.ts')?.length).toBeGreaterThan(3);
-    expect(graph.get('shared/k8s/status-writer.ts')).toContain('shared/k8s/custom-objects.ts');
+    expect(graph.get('shared/k8s/status-apply.ts')).toContain('shared/k8s/custom-objects.ts');
   });
 
   it('has none in shared/, functions/, local/, cli/ or bench/', () => {

@@ -115,10 +115,10 @@ const eventGrant: Grant = {
   verbs: ['create', 'patch'],
   why: 'recordEvent: create an Event about the resource in its namespace, patch count and lastTimestamp when the same Event repeats',
 };
-// shared/k8s/status-writer.ts: the object is read through the main resource (get), and the
-// status replaced whole with the read resourceVersion (PUT .../status = update). No patch.
-const statusWhy = 'status written by replace (PUT .../status) with the read resourceVersion';
-// shared/k8s/status-apply.ts: a step's ending by server-side apply (PATCH .../status).
+// shared/k8s/status-apply.ts: every status write is a server-side apply (PATCH .../status), one
+// field manager per writer, with the read resourceVersion; the object is read through the main
+// resource (get). No update.
+const statusWhy = 'by server-side apply (patch, field manager bpa-software-install) with the read resourceVersion';
 
 export const rbacTable: Record<string, Account> = {
   'host-lookup': {
@@ -137,8 +137,8 @@ export const rbacTable: Record<string, Account> = {
       {
         group: bpa,
         resource: 'provisionings/status',
-        verbs: ['update', 'patch'],
-        why: 'HostsResolved, Ready, status.nodes: by server-side apply (patch, field manager bpa-host-lookup) with the read resourceVersion; the handled labels and retry by replace (PUT .../status)',
+        verbs: ['patch'],
+        why: 'HostsResolved, Ready, status.nodes, the handled labels and retry: by server-side apply (patch, field manager bpa-host-lookup) with the read resourceVersion; a JSON patch drops what another function wrote when the chain re-runs',
       },
       {
         group: bpa,
@@ -217,8 +217,8 @@ export const rbacTable: Record<string, Account> = {
       {
         group: bpa,
         resource: 'provisionings/status',
-        verbs: ['update', 'patch'],
-        why: 'InventoryRendered, Ready: by server-side apply (patch, field manager bpa-inventory-render) with the read resourceVersion; status.ownedObjects by replace (PUT .../status)',
+        verbs: ['patch'],
+        why: 'InventoryRendered, Ready, status.ownedObjects: by server-side apply (patch, field manager bpa-inventory-render) with the read resourceVersion',
       },
       {
         group: '',
@@ -244,8 +244,8 @@ export const rbacTable: Record<string, Account> = {
       {
         group: bpa,
         resource: 'provisionings/status',
-        verbs: ['update', 'patch'],
-        why: 'JobLaunched (the launch: server-side apply, patch, field manager bpa-kud-job-launch, with the read resourceVersion), KudInstalled, Ready, status.job: by replace (PUT .../status) with the read resourceVersion',
+        verbs: ['patch'],
+        why: 'JobLaunched, KudInstalled, Ready, status.job: by server-side apply (patch, field manager bpa-kud-job-launch) with the read resourceVersion',
       },
       {
         group: bpa,
@@ -344,7 +344,7 @@ export const rbacTable: Record<string, Account> = {
       {
         group: bpa,
         resource: 'softwares/status',
-        verbs: ['update'],
+        verbs: ['patch'],
         why: `Installed, Ready, status.hosts, the install claim: ${statusWhy}`,
       },
       {
@@ -526,6 +526,9 @@ export const forbiddenSamples: (Permission & { heldBy?: string[] })[] = [
   { group: bpa, resource: 'softwares', verb: 'patch' },
   { group: 'batch', resource: 'jobs', verb: 'update' },
   { group: 'rbac.authorization.k8s.io', resource: 'clusterroles', verb: 'create' },
+  // Status is never replaced (PUT): every status write is a server-side apply (patch).
+  { group: bpa, resource: 'provisionings/status', verb: 'update' },
+  { group: bpa, resource: 'softwares/status', verb: 'update' },
   // The Provisioning's status is patched (server-side apply) only by the chain's three functions.
   {
     group: bpa,
