@@ -64,6 +64,11 @@ export interface KnativeStackOptions {
   /** Kustomize components of the manifests applied with them, by name (`event-authorization`). */
   components?: readonly string[];
   /**
+   * Kustomize patches in the overlay, as an operator's own overlay adds them (a volume that
+   * carries a file a function reads), applied after `config`'s.
+   */
+  patches?: readonly KustomizePatch[];
+  /**
    * The real node (local/kubelet-node) the cluster runs on: Knative's images are imported into it
    * and its config/ resolved to them (installKnativeOnRealNode), the manifests get the
    * `images-local` Component (the functions' images by digest, written by the cluster's image
@@ -89,6 +94,12 @@ export interface KnativeStack {
   readyAfterMs: number;
 }
 
+/** A kustomize `patches:` entry: a patch (JSON 6902 or strategic merge, as YAML) and its target. */
+export interface KustomizePatch {
+  target: { group?: string; kind: string; name: string };
+  patch: string;
+}
+
 const baseKustomizationSchema = z.looseObject({
   replacements: z
     .array(
@@ -102,7 +113,12 @@ const baseKustomizationSchema = z.looseObject({
  * and the base's replacements fed by bpa-config again (a base's replacements run before an
  * overlay's patches, so BMH_NAMESPACE would not move host-lookup's Role otherwise).
  */
-function configOverlay(dir: string, config: Record<string, string>, components: readonly string[]): string {
+function configOverlay(
+  dir: string,
+  config: Record<string, string>,
+  components: readonly string[],
+  patches: readonly KustomizePatch[],
+): string {
   const overlay = mkdtempSync(join(tmpdir(), 'bpa-knative-overlay-'));
   const base = baseKustomizationSchema.parse(parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')));
   const fedByConfig = (base.replacements ?? []).filter(
@@ -110,6 +126,8 @@ function configOverlay(dir: string, config: Record<string, string>, components: 
       (r.source.kind === 'ConfigMap' && r.source.name === 'bpa-config') || r.source.kind === 'ServiceAccount',
   );
   const ops = Object.entries(config).map(([key, value]) => ({ op: 'add', path: `/data/${key}`, value }));
+  const configPatches =
+    ops.length > 0 ? [{ target: { kind: 'ConfigMap', name: 'bpa-config' }, patch: stringify(ops) }] : [];
   writeFileSync(
     join(overlay, 'kustomization.yaml'),
     stringify({
@@ -119,9 +137,7 @@ function configOverlay(dir: string, config: Record<string, string>, components: 
       ...(components.length > 0
         ? { components: components.map((name) => relative(overlay, join(dir, 'components', name))) }
         : {}),
-      ...(ops.length > 0
-        ? { patches: [{ target: { kind: 'ConfigMap', name: 'bpa-config' }, patch: stringify(ops) }] }
-        : {}),
+      ...(configPatches.length + patches.length > 0 ? { patches: [...configPatches, ...patches] } : {}),
       replacements: fedByConfig,
     }),
   );
@@ -130,17 +146,19 @@ function configOverlay(dir: string, config: Record<string, string>, components: 
 
 /**
  * `kubectl kustomize <dir>`: the same objects `kubectl apply -k` sends (images, replacements),
- * with `config` set in bpa-config and `components` of `dir`/components added through an overlay.
+ * with `config` set in bpa-config, `components` of `dir`/components and `patches` added through an
+ * overlay.
  */
 export function renderManifests(
   dir: string,
   config: Record<string, string> = {},
   components: readonly string[] = [],
+  patches: readonly KustomizePatch[] = [],
 ): KubernetesObject[] {
   let text: string;
   const overlay =
-    Object.keys(config).length > 0 || components.length > 0
-      ? configOverlay(dir, config, components)
+    Object.keys(config).length > 0 || components.length > 0 || patches.length > 0
+      ? configOverlay(dir, config, components, patches)
       : undefined;
   try {
     text = execFileSync('kubectl', ['kustomize', overlay ?? dir], {
@@ -209,7 +227,7 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
   }
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
   const components = [...(options.components ?? []), ...(options.node ? ['images-local'] : [])];
-  const manifests = renderManifests(manifestsDir, options.config, components);
+  const manifests = renderManifests(manifestsDir, options.config, components, options.patches);
   const rendered = servingOverlay(images ? resolveKoImages(manifests, images).objects : manifests);
   // As on the embedded engine (local/stack/index.ts): an extra object without a namespace goes where the
   // manifests' Broker is, not to `default` (where no Broker would serve a Trigger).

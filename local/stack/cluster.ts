@@ -64,7 +64,12 @@ export interface StackClusterOptions {
    * project image built (cached) and imported, instead of the imitation (local/node). Default false.
    */
   realNode?: boolean;
-  /** Image maps added after the node's own (local/node/images.yaml); later files win. */
+  /**
+   * With `realNode`: more OCI archives imported into the node beside the project's images (a
+   * suite's test images, local/images/test-images.ts buildTestImages).
+   */
+  extraImages?: string[];
+  /** The imitation only: image maps added after the node's own (local/node/images.yaml); later files win. */
   extraImageMaps?: string[];
   /**
    * kube-apiserver's --service-account-jwks-uri (serviceAccountJwksInCluster: the keys through the
@@ -92,6 +97,7 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
         crds: common.crds,
         ...(common.kubeconfigPath ? { kubeconfigPath: common.kubeconfigPath } : {}),
         ...(options.serviceAccountJwksUri ? { serviceAccountJwksUri: options.serviceAccountJwksUri } : {}),
+        ...(options.extraImages ? { extraImages: options.extraImages } : {}),
         log,
       });
       const { controlPlane } = real;

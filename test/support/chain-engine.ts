@@ -1,28 +1,33 @@
 /**
  * The chain suites on both engines (test/integration/chain/, issue 14 item 4): one body, run once
  * on the embedded engine (local/stack/index.ts: the in-process broker and sources, the functions in the
- * test process) and once on real Knative Eventing (local/knative/stack.ts: Knative built from its
- * Go modules, the functions as pods from manifests/), each on a one-machine cluster of its own.
+ * test process) and once on real Knative Eventing (local/knative/stack.ts: Knative's components
+ * and the functions as pods from their images, the manifests with the images-local Component, as
+ * `bpa dev --engine knative` runs them), each on a one-machine cluster of its own.
  * A suite drives the chain only as a user does: objects through the API server (kubectl,
  * client-node), and at most a CloudEvent posted to the Broker's ingress as `bpa send` would.
  *
  * Own clusters, not the run's shared one: the manifests' ApiServerSources watch every namespace,
  * so on the shared cluster the functions would act on other suites' Provisionings.
  *
- * Real: kube-apiserver, etcd, Kubernetes' own controllers (Jobs, Deployments); on `knative`,
- * Knative Eventing's controller, webhook, MT channel broker, in-memory channel, ApiServerSource
- * adapters and mtping, and its event_display as the dead-letter sink.
- * Imitated: the node (local/node, OUR IMITATION of a kubelet: a pod is a local process in a network
- * namespace); on `knative` the Knative Services run as Deployments and Services through the local
+ * Real: kube-apiserver, etcd, Kubernetes' own controllers (Jobs, Deployments, the PersistentVolume
+ * binder) and the node (local/kubelet-node: a real kubelet, containerd, kube-proxy and CoreDNS)
+ * running every pod from an image: the Jobs from the project's images (cluster.functionsEnv on
+ * `embedded`, the images-local Component on `knative`) and the suites' test images
+ * (local/images/test-images.ts); on `knative`, Knative Eventing's controller, webhook, MT channel
+ * broker, in-memory channel, ApiServerSource adapters and mtping, and its event_display as the
+ * dead-letter sink. The functions' pods read the suite's files as a real install gives them
+ * (filesForPods: a volume, the manifests' known-hosts Secret).
+ * IMITATION: on `knative` the Knative Services run as Deployments and Services through the local
  * Serving overlay (Serving cannot run here, docs/knative.md); on `embedded` the broker and sources
  * are our own (local/broker, local/sources), proven against Knative by
  * test/integration/knative/differential.test.ts.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe } from '@jest/globals';
 import {
@@ -42,8 +47,9 @@ import {
 import { serviceAccountJwksInCluster } from '../../local/control-plane/control-plane.js';
 import { freeLoopbackPort } from '../../local/control-plane/free-port.js';
 import { repoRoot } from '../../local/control-plane/repo-root.js';
+import { buildTestImages } from '../../local/images/test-images.js';
 import { deliveryProbeType } from '../../local/knative/delivery-probe.js';
-import { startKnativeStack } from '../../local/knative/stack.js';
+import { startKnativeStack, type KustomizePatch } from '../../local/knative/stack.js';
 import { startStack, stackBrokerName, stackNamespace, type Stack } from '../../local/stack/index.js';
 import { startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
 import type { FunctionName } from '../../local/stack/function-names.js';
@@ -243,9 +249,101 @@ async function podLog(kubeConfig: KubeConfig, service: string, container?: strin
 }
 
 /**
+ * The test images the suites' pods run (local/images/test-images.ts), imported into each suite's
+ * node: the KUD installer that waits for its release (KUD_IMAGE), the event recorder
+ * (startRecorder) and the shell (retried-delivery's install Job).
+ */
+const chainTestImages = ['kud-waits', 'event-recorder', 'shell'];
+
+/** The claim of the lease file's directory in the functions' namespace (filesForPods). */
+const leasesClaim = 'chain-leases';
+/** The manifests' Secret of pinned host keys, mounted by software-install (bpa-config.yaml). */
+const knownHostsSecret = 'ssh-known-hosts';
+const knownHostsInPod = '/etc/bpa/known-hosts/known_hosts';
+
+/**
+ * `config` as the functions' pods on `knative` can use it: a pod of the real node has a root of
+ * its own and reads no file of this machine, so the files the suite names go as a real install
+ * gives them to the pods:
+ * - LEASES_SOURCE's directory becomes a volume of host-lookup at the same path: a hostPath
+ *   PersistentVolume of the node bound to a claim in the functions' namespace (what Knative
+ *   Serving mounts with its kubernetes.podspec-persistent-volume-claim flag), added to the
+ *   manifests by a kustomize patch. The directory, not the file: a lease file the suite replaces
+ *   (dead-letters puts a file where a directory was) is then seen in the pod, as through any volume.
+ * - SSH_KNOWN_HOSTS's content becomes the manifests' Secret ssh-known-hosts, which
+ *   software-install mounts at /etc/bpa/known-hosts (manifests/config/bpa-config.yaml).
+ */
+async function filesForPods(
+  setup: ChainSetup,
+  config: Record<string, string>,
+): Promise<{ config: Record<string, string>; patches: KustomizePatch[] }> {
+  const core = setup.kubeConfig.makeApiClient(CoreV1Api);
+  const patches: KustomizePatch[] = [];
+  const podConfig = { ...config };
+  const leases = config['LEASES_SOURCE'];
+  if (leases?.startsWith('/')) {
+    const dir = dirname(leases);
+    // host-lookup runs as a user of its image, not root: mkdtemp's 0700 would keep it out.
+    await chmod(dir, 0o755);
+    await core.createPersistentVolume({
+      body: {
+        metadata: { name: leasesClaim },
+        spec: {
+          capacity: { storage: '1Mi' },
+          accessModes: ['ReadOnlyMany'],
+          persistentVolumeReclaimPolicy: 'Retain',
+          storageClassName: '',
+          hostPath: { path: dir, type: 'Directory' },
+          claimRef: { namespace: setup.functionsNamespace, name: leasesClaim },
+        },
+      },
+    });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: setup.functionsNamespace,
+      body: {
+        metadata: { name: leasesClaim },
+        spec: {
+          accessModes: ['ReadOnlyMany'],
+          storageClassName: '',
+          volumeName: leasesClaim,
+          resources: { requests: { storage: '1Mi' } },
+        },
+      },
+    });
+    patches.push({
+      target: { group: 'serving.knative.dev', kind: 'Service', name: 'host-lookup' },
+      patch: JSON.stringify([
+        {
+          op: 'add',
+          path: '/spec/template/spec/volumes',
+          value: [{ name: 'leases', persistentVolumeClaim: { claimName: leasesClaim, readOnly: true } }],
+        },
+        {
+          op: 'add',
+          path: '/spec/template/spec/containers/0/volumeMounts',
+          value: [{ name: 'leases', mountPath: dir, readOnly: true }],
+        },
+      ]),
+    });
+  }
+  const knownHosts = config['SSH_KNOWN_HOSTS'];
+  if (knownHosts) {
+    await core.createNamespacedSecret({
+      namespace: setup.functionsNamespace,
+      body: {
+        metadata: { name: knownHostsSecret },
+        stringData: { known_hosts: await readFile(knownHosts, 'utf8') },
+      },
+    });
+    podConfig['SSH_KNOWN_HOSTS'] = knownHostsInPod;
+  }
+  return { config: podConfig, patches };
+}
+
+/**
  * Registers beforeAll/afterAll that start the suite's cluster and `engine` on it; read the
- * fields inside tests or hooks. Needs root and `npm run build` (the bundles run as pods on
- * `knative`); `knative` also needs its binaries (engines/build.sh knative).
+ * fields inside tests or hooks. Needs root and `npm run build` (the node's images carry the
+ * bundles); `knative` also needs its binaries (engines/build.sh knative, made into images).
  */
 export function useChainEngine(engine: ChainEngineName, options: ChainEngineOptions): ChainEngine {
   let state:
@@ -265,7 +363,8 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
           throw new Error(`dist/bundle/${bundle} is missing: run npm run build first`);
     const cluster = await startStackCluster({
       fallBack: false,
-      extraImageMaps: [join(repoRoot(), 'test/fixtures/node/images.yaml')],
+      realNode: true,
+      extraImages: buildTestImages({ only: chainTestImages, log: () => undefined }).map((i) => i.archive),
       ...(options.eventAuthorization ? { serviceAccountJwksUri: serviceAccountJwksInCluster } : {}),
     });
     const namespace = await createNamespace(
@@ -283,6 +382,19 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
     // The functions act as their ServiceAccounts on both engines: they write only in onboarded
     // namespaces (manifests/tenant, to the ServiceAccounts in bpa-system).
     await onboardNamespace(cluster.kubeConfig, namespace, { functionsNamespace: stackNamespace });
+    // A pod is refused until its namespace's default ServiceAccount exists (the ServiceAccount
+    // admission plugin), and the ReplicaSet and Job controllers back off after a refusal: on a
+    // fresh cluster, wait for the token controller's work before anything starts pods there.
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    for (const where of [namespace, functionsNamespace, observerNamespace])
+      await waitFor(
+        () =>
+          core
+            .readNamespacedServiceAccount({ name: 'default', namespace: where })
+            .then(() => true)
+            .catch(() => undefined),
+        { what: `ServiceAccount ${where}/default`, timeoutMs: 60_000, intervalMs: 250 },
+      );
     const workDir = await mkdtemp(join(tmpdir(), `bpa-chain-${engine}-`));
     const setup: ChainSetup = {
       cluster,
@@ -306,7 +418,8 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
         log: () => undefined,
         logFile,
         logLevel: 'info',
-        functionsEnv: config,
+        // The Jobs' images as the node holds them (as `bpa dev` gives them), then the suite's keys.
+        functionsEnv: { ...cluster.functionsEnv, ...config },
         // The functions act as their ServiceAccounts of manifests/, as they do as pods on knative.
         serviceAccounts: { config },
         extraObjects,
@@ -328,9 +441,14 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
       state.stack = stack;
       state.ingressUrl = stack.ingressUrl;
     } else {
+      const pods = await filesForPods(setup, config);
       const stack = await startKnativeStack({
         kubeConfig: cluster.kubeConfig,
-        config,
+        // The real node: Knative and the functions run from their images (the images-local
+        // Component), as with `bpa dev --engine knative`; the suite's keys win over the Component's.
+        node: cluster.kubeletNode!,
+        config: pods.config,
+        patches: pods.patches,
         extraObjects,
         log: say,
         timeoutMs: 600_000,
@@ -402,13 +520,13 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
     },
     async releaseKudJob(clusterName, exitCode) {
       const current = ready();
-      const node = current.setup.cluster.node;
+      const node = current.setup.cluster.kubeletNode;
       if (!node) throw new Error('the suite’s cluster has no node');
-      // The KUD Job's pod runs in the functions' namespace (and mounts no token: the waits
-      // image then takes a release of any namespace directory; this one names where it runs).
+      // The node's /opt is <hostRoot>/opt of this machine (local/kubelet-node/sandbox.ts). The KUD
+      // Job's pod runs in the functions' namespace (and mounts no token: the waits image then
+      // takes a release of any namespace directory; this one names where it runs).
       const dir = join(
-        node.workDir,
-        'host-paths',
+        node.hostRoot,
         kudMultiClusterPath,
         '.test-release',
         current.setup.functionsNamespace,

@@ -6,12 +6,12 @@
  * ends, KudInstalled and Ready True, the `<cluster>-configmap` of node IPs and one cluster.ready
  * CloudEvent through the Broker (a recorder Trigger, as any consumer of the chain would subscribe).
  *
- * Real: kube-apiserver, etcd, the Job controller that runs the KUD Job on the node and ends it,
- * the engine's ApiServerSources that turn every write into the chain's events, the Broker and the
- * manifests' Triggers (on `knative`: Knative Eventing's own; test/support/chain-engine.ts says
- * what runs where), host-lookup's RBAC (on both engines it runs as its ServiceAccount).
- * IMITATION: the node that runs the KUD Job's pod is OUR IMITATION of a kubelet (local/node; issue
- * 24 replaces it with a real kubelet and containerd); the KUD installer is the test image bpa.local/test/kud-waits:1
+ * Real: kube-apiserver, etcd, the Job controller that ends the KUD Job, the node that runs its pod
+ * from an image (a real kubelet and containerd, local/kubelet-node), the engine's ApiServerSources
+ * that turn every write into the chain's events, the Broker and the manifests' Triggers (on
+ * `knative`: Knative Eventing's own; test/support/chain-engine.ts says what runs where),
+ * host-lookup's RBAC (on both engines it runs as its ServiceAccount).
+ * IMITATION: the KUD installer is the test image bpa.local/test/kud-waits:1
  * (test/fixtures/node/kud-installers/waits), which exits with the code the suite releases it with;
  * the hosts are BareMetalHosts with inspected NICs and an ISC lease file written by the suite (no
  * hardware, no dhcpd); the Virtlet VM pods are written by the suite, status included, with a

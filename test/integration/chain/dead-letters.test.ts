@@ -18,26 +18,23 @@
  * missing source path makes a directory there, kubelet's hostPath and `docker -v` alike): stat
  * succeeds, every read fails with EISDIR, and root is no exception (chmod 000 would be).
  *
- * The lease file's directory is a mount point of its own (a bind mount of itself, made before the
- * engine starts), as the file would be in a real pod: a volume. Without it, on `knative`, the pod
- * would see the suite's directory only through the lower layer of its overlay root (local/node:
- * lowerdir=/), and overlayfs keeps the dentry it looked up first: the directory, deleted, stays
- * at the path in the pod after the suite puts the file back, so host-lookup reads EISDIR for ever
- * and the recovery never happens (what a helper saw last session: the test's fault, not the
- * product's; docs/knative.md, "Files a pod reads from the machine").
+ * On `knative` host-lookup's pod reads the lease file's directory through a volume (a hostPath
+ * PersistentVolume of the node, test/support/chain-engine.ts filesForPods), as a real pod reads a
+ * mounted file: the directory is bind-mounted, so the file the suite puts in place of the
+ * directory is what the pod then reads.
  *
- * Real: kube-apiserver, etcd, Kubernetes' controllers; on `knative`, Knative Eventing's MT broker
- * (its filter's retries and dead-letter dispatch), ApiServerSource, PingSource (mtping) and
- * event_display as the dead-letter sink. IMITATION: the node (local/node: pods are local
- * processes), the KUD installer (bpa.local/test/kud-waits:1), the lease file (an ISC dhcpd file
- * written by the suite), and on `embedded` the broker and sources (local/broker, local/sources).
+ * Real: kube-apiserver, etcd, Kubernetes' controllers, the node (a real kubelet and containerd,
+ * local/kubelet-node) running the KUD Job and, on `knative`, the functions from their images; on
+ * `knative`, Knative Eventing's MT broker (its filter's retries and dead-letter dispatch),
+ * ApiServerSource, PingSource (mtping) and event_display as the dead-letter sink. IMITATION: the
+ * KUD installer (the test image bpa.local/test/kud-waits:1), the lease file (an ISC dhcpd file
+ * written by the suite), on `knative` the Knative Services as Deployments (the local Serving
+ * overlay), and on `embedded` the broker and sources (local/broker, local/sources).
  */
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, expect, it } from '@jest/globals';
 import { renderIscLeaseFile } from '../../../local/lab/lease-file.js';
 import { waitFor } from '../../../local/control-plane/index.js';
@@ -52,7 +49,6 @@ import { createKudSshKeySecret, kudTestImage } from '../../support/node.js';
 import { conditionOf, createBareMetalHost, provisioningObject } from '../functions/support/fixtures.js';
 
 const host = { label: 'master-1', mac: '52:54:00:d1:00:01', ip: '10.30.0.1' };
-const run = promisify(execFile);
 /**
  * knativeerrordest: the subscriber as Knative resolves the Trigger's ref (knative.dev/pkg
  * resolver; a cluster-local Knative Service's address is the same). The embedded broker dials
@@ -61,7 +57,7 @@ const run = promisify(execFile);
 const hostLookupAddress = `http://host-lookup.${stackNamespace}.svc.cluster.local`;
 
 describeOnEngines('dead letters through the chain', (engine) => {
-  /** The lease file's directory: a mount point of its own (see the header). */
+  /** The lease file's directory (a volume of host-lookup's pod on `knative`, see the header). */
   let leasesDir = '';
   const leasePath = () => join(leasesDir, 'dhcpd.leases');
   const chain: ChainEngine = useChainEngine(engine, {
@@ -70,7 +66,6 @@ describeOnEngines('dead letters through the chain', (engine) => {
       // The KUD Job runs in the functions' namespace and mounts the operator's key there.
       await createKudSshKeySecret(kubeConfig, functionsNamespace);
       leasesDir = await mkdtemp(join(tmpdir(), 'bpa-dead-letters-leases-'));
-      await run('mount', ['--bind', leasesDir, leasesDir]);
       // The outage from the start: the lease path is a directory (see the header).
       await mkdir(leasePath());
       await createBareMetalHost(kubeConfig, { name: 'lease-host', namespace, bootMac: host.mac, nics: [] });
@@ -84,8 +79,6 @@ describeOnEngines('dead letters through the chain', (engine) => {
   });
   afterAll(async () => {
     if (!leasesDir) return;
-    // Lazily: a pod's mount namespace may still hold it while the cluster stops.
-    await run('umount', ['--lazy', leasesDir]).catch(() => undefined);
     await rm(leasesDir, { recursive: true, force: true });
   });
 

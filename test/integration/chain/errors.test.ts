@@ -6,6 +6,9 @@
  * and Ready False with the contract's message and the failed pod's name. Driven only through the
  * API server: the events come from the engine's ApiServerSources and PingSource.
  *
+ * Real: kube-apiserver, etcd, Kubernetes' controllers and the node that runs the KUD Jobs' pods
+ * from an image (a real kubelet and containerd, local/kubelet-node); on `knative`, Knative
+ * Eventing (test/support/chain-engine.ts says what runs where).
  * IMITATION: the KUD installer is the test image bpa.local/test/kud-waits:1
  * (test/fixtures/node/kud-installers/waits), which exits with the code the suite releases it with;
  * the hosts are BareMetalHosts with inspected NICs and an ISC lease file written by the suite.

@@ -11,12 +11,12 @@
  * `bpa send --token-file` with a token of bpa-sender passes; no token gets 401, and a valid token
  * of a tenant's ServiceAccount or of a function's own ServiceAccount gets 403, changing nothing.
  *
- * Real: kube-apiserver (TokenRequest, the issuer's keys), Kubernetes' controllers, Knative
- * Eventing (controller, webhook, MT broker ingress and filter, ApiServerSource adapters, mtping),
- * the functions' bundles as pods. IMITATION: the node (local/node, OUR kubelet: a pod is a local
- * process in a network namespace); the Knative Services run as Deployments (no Serving here); the
- * KUD installer is the test image bpa.local/test/kud-waits:1; the hosts are BareMetalHosts with
- * inspected NICs (no hardware).
+ * Real: kube-apiserver (TokenRequest, the issuer's keys), Kubernetes' controllers, the node (a
+ * real kubelet and containerd, local/kubelet-node: projected tokens mounted by the kubelet),
+ * Knative Eventing (controller, webhook, MT broker ingress and filter, ApiServerSource adapters,
+ * mtping) and the functions as pods, all from their images. IMITATION: the Knative Services run
+ * as Deployments (the local Serving overlay: no Serving here); the KUD installer is the test image
+ * bpa.local/test/kud-waits:1; the hosts are BareMetalHosts with inspected NICs (no hardware).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

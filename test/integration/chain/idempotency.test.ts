@@ -5,6 +5,9 @@
  * and write no second inventory; a spec change while the Job runs leaves that Job alone
  * (PreviousJobRunning) and the sweep replaces it once it finished, for the new generation.
  *
+ * Real: kube-apiserver, etcd, Kubernetes' controllers and the node that runs the KUD Jobs' pods
+ * from an image (a real kubelet and containerd, local/kubelet-node); on `knative`, Knative
+ * Eventing (test/support/chain-engine.ts says what runs where).
  * IMITATION: the KUD installer is the test image bpa.local/test/kud-waits:1
  * (test/fixtures/node/kud-installers/waits), which exits with the code the suite releases it with;
  * the hosts are BareMetalHosts with inspected NICs (no hardware, no dhcpd).

@@ -16,9 +16,11 @@
  *    that the Grafana dashboard's broker panels (manifests/observability/dashboard.json, the
  *    panels on `kn_*` metrics) use is there, with a sample of a Trigger of ours.
  *
- * Real: kube-apiserver and its admission webhook client, etcd, the Job controller, Knative
+ * Real: kube-apiserver and its admission webhook client, etcd, the Job controller, the node (a
+ * real kubelet and containerd, local/kubelet-node) running every pod from its image, Knative
  * Eventing v0.49.2 (MT broker, in-memory channel, ApiServerSources) and its Prometheus exporter.
- * IMITATION: the node (local/node); the KUD installer (bpa.local/test/kud-waits:1, released by the
+ * IMITATION: the Knative Services as Deployments (the local Serving overlay); the KUD installer
+ * (bpa.local/test/kud-waits:1, released by the
  * test) and the install Job's container (a shell that sleeps: no host is reached, the test is
  * about how many Jobs exist, not what they do); the hosts are BareMetalHosts with inspected NICs.
  * The slowness is a real one (a webhook in the API server's path), its length the test's choice.

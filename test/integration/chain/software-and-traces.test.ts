@@ -30,14 +30,16 @@
  * the ApiServerSource sends without trace context), carries the Provisioning's trace only in its
  * extension, and software-install continues it from there.
  *
- * Real: kube-apiserver, etcd, Kubernetes' Job controller, OpenSSH sshd (one per lab host, in its
- * own network namespace on the node's network), Ansible in the KUD installer stand-in, the install
- * Job's code (dist/bundle/software-install-job.mjs), on `knative` Knative Eventing v0.49.2.
+ * Real: kube-apiserver, etcd, Kubernetes' Job controller, the node (a real kubelet and
+ * containerd, local/kubelet-node) running the KUD, install and recorder pods from their images,
+ * OpenSSH sshd (one per lab host, in its own network namespace on the node's lab bridge), Ansible
+ * in the KUD installer stand-in, the install Job's code (dist/bundle/software-install-job.mjs), on
+ * `knative` Knative Eventing v0.49.2 and the functions as pods.
  * IMITATION: the lab's hosts record their apt-get commands and answer them, they never run them
  * (local/lab/openssh-hosts.ts `lab`); the KUD installer is the demo's stand-in
- * (local/kud-stand-in: it checks the inventory and pings every host, it installs nothing); the
- * node is OUR IMITATION of a kubelet (local/node); the hosts are BareMetalHosts with inspected NICs
- * and a DHCP lease file, no hardware.
+ * (local/kud-stand-in: it checks the inventory and pings every host, it installs nothing); on
+ * `knative` the Knative Services run as Deployments (the local Serving overlay); the hosts are
+ * BareMetalHosts with inspected NICs and a DHCP lease file, no hardware.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -118,17 +120,7 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     prepare: async ({ cluster, kubeConfig, namespace, functionsNamespace, observerNamespace }) => {
       if (!existsSync(join(repoRoot(), 'dist/bundle/software-install-job.mjs')))
         throw new Error('dist/bundle/software-install-job.mjs is missing: run npm run build first');
-      // A pod is refused until the namespace's default ServiceAccount exists, and the
-      // ReplicaSet controller backs off after a refusal: on a fresh cluster, wait for it first.
-      await waitFor(
-        () =>
-          kubeConfig
-            .makeApiClient(CoreV1Api)
-            .readNamespacedServiceAccount({ name: 'default', namespace })
-            .then(() => true)
-            .catch(() => undefined),
-        { what: `ServiceAccount ${namespace}/default`, timeoutMs: 60_000, intervalMs: 250 },
-      );
+      // The namespaces' default ServiceAccounts exist by now (useChainEngine waits for them).
       // Not in the tenant's namespace (Pod Security restricted): the recorder meets no level.
       recorder = await startRecorder(kubeConfig, observerNamespace).catch(async (error: unknown) => {
         // What the cluster says about it: the reason is in these (pods, their conditions, Events).
@@ -259,7 +251,7 @@ describeOnEngines('software install and one trace through the chain', (engine) =
     expect(job.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'True' });
     const pods = await core().listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` });
     expect(pods.items.map((p) => [p.spec?.nodeName, p.spec?.serviceAccountName, p.status?.phase])).toEqual([
-      [chain.cluster.node!.name, `${softwareName}-installer`, 'Succeeded'],
+      [chain.cluster.kubeletNode!.name, `${softwareName}-installer`, 'Succeeded'],
     ]);
 
     // On each host, exactly the apt-get of its role, started once, detached (contract section
