@@ -525,12 +525,7 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
       // The node's /opt is <hostRoot>/opt of this machine (local/kubelet-node/sandbox.ts). The KUD
       // Job's pod runs in the functions' namespace (and mounts no token: the waits image then
       // takes a release of any namespace directory; this one names where it runs).
-      const dir = join(
-        node.hostRoot,
-        kudMultiClusterPath,
-        '.test-release',
-        current.setup.functionsNamespace,
-      );
+      const dir = join(node.hostRoot, kudMultiClusterPath, '.test-release', current.setup.functionsNamespace);
       await mkdir(dir, { recursive: true });
       await writeFile(join(dir, clusterName), `${exitCode}\n`);
     },
