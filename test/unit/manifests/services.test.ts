@@ -109,6 +109,19 @@ describe('Knative Services', () => {
     expect(moved.bpaConfig.KUBECONFIG_PUBLISHER_IMAGE).toBe('registry.example/kjl:9.9');
   });
 
+  it.each([
+    ['kud-job-launch', ['KUD_IMAGE', 'CLEANUP_IMAGE', 'KUBECONFIG_PUBLISHER_IMAGE']],
+    ['software-install', ['INSTALL_JOB_IMAGE']],
+  ])('gives %s each Job image the jobs policy admits, from bpa-config', (name, keys) => {
+    // The policy (manifests/policies/jobs.yaml) compares a Job's images with bpa-config's values:
+    // a function that takes its own default instead is refused as soon as an overlay moves them.
+    const [container] = manifests.serviceNamed(name).spec.template.spec.containers;
+    const fromConfig = (container?.env ?? [])
+      .filter((v) => v.valueFrom?.configMapKeyRef.name === 'bpa-config')
+      .map((v) => [v.name, v.valueFrom?.configMapKeyRef.key]);
+    for (const key of keys) expect(fromConfig).toContainEqual([key, key]);
+  });
+
   it('mounts the SSH key and known_hosts Secrets into software-install only', () => {
     const secretsOf = (name: string) =>
       (manifests.serviceNamed(name).spec.template.spec.volumes ?? []).map((v) => v.secret.secretName).sort();
