@@ -119,7 +119,7 @@ export const clusterBench: BenchModule = {
     let cluster: StackCluster;
     const started = Date.now();
     try {
-      cluster = await startStackCluster({ realNode: true, fallBack: false });
+      cluster = await startStackCluster({ fallBack: false });
     } catch (error) {
       print(`skipped: ${describeError(error).message}`);
       return;

@@ -219,7 +219,7 @@ export const knativeBench: BenchModule = {
   name: 'Knative Eventing on the real node (kubelet + containerd), from images, beside the embedded engine',
   run: async (print) => {
     buildRecords(print);
-    const cluster = await startStackCluster({ node: true, realNode: true, fallBack: false });
+    const cluster = await startStackCluster({ fallBack: false });
     const dir = mkdtempSync(join(tmpdir(), 'bpa-bench-knative-'));
     try {
       const node = cluster.kubeletNode;

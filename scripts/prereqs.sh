@@ -16,8 +16,8 @@ need_apt=()
 if [ "$purpose" = test ] || [ "$(id -u)" = 0 ]; then
   [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)   # real sshd hosts (SSH tests, the demo's lab)
   [ -x /usr/bin/ansible ] || need_apt+=(ansible)          # the KUD installer stand-in (local/kud-stand-in)
-  # The local node (local/node): pod network namespaces, veths and the bridge; per-container mount
-  # and UTS namespaces; cluster DNS; the certificates of its log endpoint and of the control plane.
+  # The node (local/kubelet-node) and the lab: network namespaces, veths and bridges; mount
+  # namespaces; dnsmasq (the lease publisher's real peer); the control plane's certificates.
   [ -x /usr/sbin/ip ] || need_apt+=(iproute2)
   [ -x /usr/bin/unshare ] || need_apt+=(util-linux)
   [ -x /usr/sbin/dnsmasq ] || need_apt+=(dnsmasq-base)

@@ -11,7 +11,7 @@ const usage = `Usage: bpa cluster [--kubeconfig-out FILE] [--functions]
 
 Runs the whole one-machine Kubernetes cluster until Ctrl-C (SIGINT) or SIGTERM:
   etcd, kube-apiserver, kube-controller-manager and kube-scheduler (real, built from the pinned
-  Kubernetes modules), plus a real node (local/kubelet-node/, docs/node-real.md): containerd,
+  Kubernetes modules), plus a real node (local/kubelet-node/, docs/node.md): containerd,
   the kubelet, kube-proxy and CoreDNS in a network and mount namespace of their own, pods on a
   CNI bridge with no route off this machine. Every image of the project (the functions, the
   install, publisher, cleanup and KUD stand-in Jobs, the test images) is built first when the
@@ -53,7 +53,6 @@ async function run(argv: string[], io: CliIO): Promise<number> {
   try {
     cluster = await startStackCluster({
       ...options,
-      realNode: true,
       fallBack: false,
       log: (line) => io.stderr(`  ${line}\n`),
     });

@@ -174,7 +174,6 @@ async function runOnKnative(
     // The real node: Knative's components and the functions run from their images.
     cluster = await startStackCluster({
       node: true,
-      realNode: true,
       fallBack: false,
       ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
     });
@@ -284,7 +283,6 @@ export const devCommand: CliCommand = {
         // control plane alone (fallback, as --no-node).
         cluster = await startStackCluster({
           node,
-          realNode: node,
           ...(kubeconfigOut ? { kubeconfigOut } : {}),
           log: (line) => say(`  ${line}`),
         });

@@ -10,7 +10,7 @@ import { knativeBinaryDir, type KnativeSet } from '../knative/binaries.js';
 import type { TarEntry } from './tar.js';
 import { imageUser, type ImageRecipe } from './recipes.js';
 
-/** `ko://` import path of each binary (as local/node/images.yaml maps them). */
+/** `ko://` import path of each binary (the reference config/ names it by). */
 export const koPaths: Record<KnativeSet, Record<string, string>> = {
   knative: {
     controller: 'knative.dev/eventing/cmd/controller',

@@ -1,4 +1,4 @@
-// The suites' test images (test/fixtures/node/images.yaml names them): built by the same builder
+// The suites' test images, `bpa.local/test/<name>:1`: built by the same builder
 // as the project's images (local/images/build.ts: layers cached by content hash, an oci-archive
 // each, archives/test-<name>.tar), named `bpa.local/test/<name>:1` so tests name them as before. No registry, no Debian
 // root: the machine's busybox (local/kubelet-node/busybox-image.ts, the same files as the real
@@ -15,7 +15,7 @@ import { imageUser, type ImageRecipe, type LayerRecipe } from './recipes.js';
 import type { TarEntry } from './tar.js';
 import { parentDirs } from './tree.js';
 
-/** Where a suite's test image is stored and named: the names of test/fixtures/node/images.yaml. */
+/** The name a suite's pods give a test image. */
 export const testImageReference = (name: string) => `bpa.local/test/${name}:1`;
 
 export const kudOutcomes = ['succeeds', 'fails', 'hangs', 'waits'] as const;

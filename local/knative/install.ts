@@ -1,10 +1,9 @@
 /**
  * Installs REAL Knative Eventing (knative.dev/eventing, built from its Go modules by
  * engines/build.sh knative) from its own config/ YAML: its CRDs, controller, webhook, MT channel
- * broker, in-memory channel and sources, nothing of ours in their place. On the real node
+ * broker, in-memory channel and sources, nothing of ours in their place. On the node
  * (local/knative/real-node.ts) each `ko://` image is resolved to the image built from that
- * binary, by digest; on the imitation node (local/node, OUR IMITATION of a kubelet, still used by
- * the chain suites) its image map runs the same binaries as processes.
+ * binary, by digest.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { KubernetesObjectApi } from '@kubernetes/client-node';
@@ -37,10 +36,9 @@ export interface KnativeInstallOptions {
   observability?: Record<string, string>;
   /**
    * `ko://<import path>` -> image by digest (`buildKnativeImages().koImages`, the node's imported
-   * images): config/'s `ko://` references resolved to them, as `ko resolve` would, for a real
-   * node. Absent: left as `ko://` paths (the imitation's image map runs them as binaries).
+   * images): config/'s `ko://` references resolved to them, as `ko resolve` would.
    */
-  images?: Record<string, string>;
+  images: Record<string, string>;
 }
 
 export interface KnativeInstall {
@@ -75,9 +73,8 @@ function withConfigKeys(
 /**
  * Installs Knative Eventing from its module's own config/ (core, in-memory channel, MT channel
  * broker), as `kubectl apply -f` of a release would, and waits until every component is ready
- * and its webhook admits objects. Runs on a cluster whose node runs Knative's images: the real
- * node with `images` (installKnativeOnRealNode, real-node.ts, imports them first), or the
- * imitation, whose local/node/images.yaml maps the `ko://` paths to engines/build.sh's binaries.
+ * and its webhook admits objects. Runs on a cluster whose node holds Knative's images, `images`
+ * (installKnativeOnRealNode, real-node.ts, imports them first).
  */
 export async function installKnativeEventing(options: KnativeInstallOptions): Promise<KnativeInstall> {
   const log = options.log ?? quiet;
@@ -89,9 +86,9 @@ export async function installKnativeEventing(options: KnativeInstallOptions): Pr
     'config-observability',
     options.observability ?? {},
   );
-  const resolved = options.images ? resolveKoImages(configured, options.images) : undefined;
-  const objects = resolved?.objects ?? configured;
-  if (resolved && resolved.unresolved.length > 0)
+  const resolved = resolveKoImages(configured, options.images);
+  const objects = resolved.objects;
+  if (resolved.unresolved.length > 0)
     log(`knative: no image for ${resolved.unresolved.join(', ')} (an env value; left as it is)`);
   const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
   const rest = objects.filter((o) => o.kind !== 'CustomResourceDefinition');

@@ -56,8 +56,8 @@ export interface ServingWebhookInstallOptions {
   log?: (line: string) => void;
   /** How long the webhook gets to become ready and admitting. Default 3 minutes. */
   timeoutMs?: number;
-  /** `ko://` path -> image by digest, for a real node (as installKnativeEventing's `images`). */
-  images?: Record<string, string>;
+  /** `ko://` path -> image by digest, the node's (as installKnativeEventing's `images`). */
+  images: Record<string, string>;
 }
 
 export interface ServingWebhookInstall {
@@ -80,9 +80,8 @@ const defaultedKsvcSchema = z.looseObject({
  * Deployment ready, a CA bundle in each webhook configuration, then a dry-run ksvc that comes
  * back defaulted by Serving's code (`spec.traffic`). From then on, every ksvc the API server
  * receives is defaulted and validated by Serving (timeoutSeconds, containerConcurrency, ...).
- * Runs on a real node that holds its image (`images`: installServingWebhookOnRealNode), or on
- * the imitation, whose local/node/images.yaml maps `ko://knative.dev/serving/cmd/webhook` to
- * engines/build.sh knative-serving's binary. Installing it into a cluster intercepts
+ * Runs on a node that holds its image (`images`: installServingWebhookOnRealNode). Installing it
+ * into a cluster intercepts
  * every ksvc there, so the tests give it a cluster of its own.
  */
 export async function installServingWebhook(
@@ -93,7 +92,7 @@ export async function installServingWebhook(
   const timeoutMs = options.timeoutMs ?? 180_000;
   const version = knativeVersions().serving;
   const source = servingWebhookObjects(version);
-  const objects = options.images ? resolveKoImages(source, options.images).objects : source;
+  const objects = resolveKoImages(source, options.images).objects;
   const crds = objects.filter((o) => o.kind === 'CustomResourceDefinition');
   const rest = objects.filter((o) => o.kind !== 'CustomResourceDefinition');
   log(

@@ -2,8 +2,7 @@
  * The chain on REAL Knative Eventing (install.ts): the manifests' Broker, Triggers and sources are
  * Knative's, and the functions run as pods from manifests/. Knative Services run as a Deployment
  * and a Service each through the local Serving overlay (OURS: Serving's controller cannot run
- * here, docs/knative.md). On the real node (`node`) everything runs from images; without it, on
- * the imitation node (local/node, OUR IMITATION of a kubelet).
+ * here, docs/knative.md). Everything runs from images on the one-machine cluster's node.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,9 +17,8 @@ import { applyObjects, isStatus, parseYamlObjects } from '../control-plane/apply
 import { onboardNamespace } from '../control-plane/tenant.js';
 import { repoRoot } from '../control-plane/repo-root.js';
 import { waitFor } from '../control-plane/wait.js';
-import { ensureKnativeBinaries } from './binaries.js';
 import { proveBrokerDelivery } from './delivery-probe.js';
-import { installKnativeEventing, knativeNamespace, type KnativeInstall } from './install.js';
+import type { KnativeInstall } from './install.js';
 import { releasedImageName, resolveKoImages } from './ko-images.js';
 import { brokerIngressAddress, installKnativeOnRealNode, type ImageImporter } from './real-node.js';
 import { servingOverlay } from './serving-overlay.js';
@@ -72,10 +70,9 @@ export interface KnativeStackOptions {
    * The real node (local/kubelet-node) the cluster runs on: Knative's images are imported into it
    * and its config/ resolved to them (installKnativeOnRealNode), the manifests get the
    * `images-local` Component (the functions' images by digest, written by the cluster's image
-   * build) and the dead-letter sink Knative's event_display image. Absent: the imitation, whose
-   * image map runs `ko://` and ghcr.io names as binaries.
+   * build) and the dead-letter sink Knative's event_display image.
    */
-  node?: ImageImporter;
+  node: ImageImporter;
 }
 
 export interface KnativeStack {
@@ -212,23 +209,15 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
     ...(options.features ? { features: options.features } : {}),
     ...(options.observability ? { observability: options.observability } : {}),
   };
-  let install: KnativeInstall;
-  let images: Record<string, string> | undefined;
-  if (options.node) {
-    const real = await installKnativeOnRealNode({ ...installOptions, node: options.node });
-    install = real;
-    const eventDisplay = 'ko://knative.dev/eventing/cmd/event_display';
-    images = real.images[eventDisplay]
-      ? { [releasedImageName(eventDisplay)]: real.images[eventDisplay] }
-      : {};
-  } else {
-    await ensureKnativeBinaries('knative', { onProgress: (line) => log(line) });
-    install = await installKnativeEventing(installOptions);
-  }
+  const install = await installKnativeOnRealNode({ ...installOptions, node: options.node });
+  const eventDisplay = 'ko://knative.dev/eventing/cmd/event_display';
+  const images: Record<string, string> = install.images[eventDisplay]
+    ? { [releasedImageName(eventDisplay)]: install.images[eventDisplay] }
+    : {};
   const manifestsDir = options.manifestsDir ?? join(repoRoot(), 'manifests');
-  const components = [...(options.components ?? []), ...(options.node ? ['images-local'] : [])];
+  const components = [...(options.components ?? []), 'images-local'];
   const manifests = renderManifests(manifestsDir, options.config, components, options.patches);
-  const rendered = servingOverlay(images ? resolveKoImages(manifests, images).objects : manifests);
+  const rendered = servingOverlay(resolveKoImages(manifests, images).objects);
   // As on the embedded engine (local/stack/index.ts): an extra object without a namespace goes where the
   // manifests' Broker is, not to `default` (where no Broker would serve a Trigger).
   const installNamespace = rendered.objects.find((o) => o.kind === 'Broker')?.metadata?.namespace;
@@ -274,9 +263,7 @@ export async function startKnativeStack(options: KnativeStackOptions): Promise<K
       waitForReady(options.kubeConfig, ref, timeoutMs).then(() => `${ref.kind} ${ref.namespace}/${ref.name}`),
     ),
   );
-  const ingressBase = options.node
-    ? await brokerIngressAddress(options.kubeConfig)
-    : `http://${(await core.readNamespacedService({ name: 'broker-ingress', namespace: knativeNamespace })).spec?.clusterIP ?? '127.0.0.1'}`;
+  const ingressBase = await brokerIngressAddress(options.kubeConfig);
   // Ready is the control plane's word; a probe shows the data plane carries the Triggers too
   // (delivery-probe.ts). Under event authorization the Broker admits only the senders its
   // EventPolicy names, and this process is none of them: there the probe cannot be sent.

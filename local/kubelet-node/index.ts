@@ -1,4 +1,4 @@
-// The real node: containerd + kubelet + kube-proxy in namespaces of their own (docs/node-real.md).
+// The real node: containerd + kubelet + kube-proxy in namespaces of their own (docs/node.md).
 export type { KubeletNode, KubeletNodeOptions, NodeControlPlane } from './node.js';
 export { startKubeletNode } from './node.js';
 export type { NodeBinaries } from './assets.js';

@@ -35,7 +35,7 @@ export interface NodeAddresses {
 export interface LabAttachment {
   /**
    * A process in the node's network namespace (its holder): `nsenter --target <pid> --net`.
-   * Absent: the bridge is in this process's own namespace (the imitation, local/node).
+   * Absent: the bridge is in this process's own namespace.
    */
   nodePid?: number;
   /** The bridge in the node's namespace the lab hosts' veths join. */

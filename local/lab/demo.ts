@@ -113,7 +113,6 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       // Either engine runs on the real node (local/kubelet-node, with the project's images).
       startStackCluster({
         node: options.node ?? true,
-        realNode: options.node ?? true,
         ...(options.kubeconfigOut ? { kubeconfigOut: options.kubeconfigOut } : {}),
       }),
     );

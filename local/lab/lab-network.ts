@@ -8,9 +8,7 @@ const run = promisify(execFile);
 /**
  * The part of a real node's network the lab's hosts join (local/kubelet-node/network.ts
  * labAttachmentOf): the bridge lab0 in the node's namespace, its /24, the routes back. REAL
- * Linux networking (veths, a bridge, routes, ip(8)); the hosts on it are real sshd daemons. The
- * imitation node (local/node) still gets the same attachment shape, on its own bridge, until
- * its last users move.
+ * Linux networking (veths, a bridge, routes, ip(8)); the hosts on it are real sshd daemons.
  */
 export type NodeNetworkAttachment = LabAttachment;
 
@@ -59,7 +57,7 @@ export async function createLabNetwork(
   try {
     for (const octet of octets) {
       const netns = `${attachment.netnsPrefix}lab${octet}`;
-      // Per node and host: the imitation's bridge is in this machine's namespace, shared by nodes.
+      // Per node and host: a bridge in this machine's namespace (no nodePid) is shared by nodes.
       const veth = `l${attachment.index}h${octet}`;
       const address = `${attachment.subnetPrefix}.${octet}`;
       await ip('netns', 'delete', netns).catch(() => undefined);

@@ -5,16 +5,13 @@ import { describeError } from '../../shared/errors.js';
 import { projectCrds, startControlPlane, type ControlPlane } from '../control-plane/index.js';
 import type { NodeNetworkAttachment } from '../lab/lab-network.js';
 import type { KubeletNode } from '../kubelet-node/index.js';
-import { defaultImageMapFile, startLocalCluster, type LocalCluster } from '../node/index.js';
-import { lastPodOctet } from '../node/network.js';
 import { jobImagesEnv, startRealNodeCluster, type RealNodeImages } from './real-cluster.js';
 
 /**
- * The cluster `bpa cluster`, `bpa dev` and `bpa demo` run on: the one-machine cluster (etcd,
- * kube-apiserver, kube-controller-manager, kube-scheduler and a node: with `realNode` the real
- * one, local/kubelet-node/ with the project's images, as `bpa cluster` runs; otherwise, until the
- * other users move, the imitation, local/node/), or with
- * `node: false` the control plane alone (nothing runs the pods, Jobs or garbage collection).
+ * The cluster `bpa cluster`, `bpa dev`, `bpa demo` and the suites run on: the one-machine cluster
+ * (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the real node,
+ * local/kubelet-node/: kubelet, containerd, kube-proxy and CoreDNS with the project's images), or
+ * with `node: false` the control plane alone (nothing runs the pods, Jobs or garbage collection).
  * Where the node cannot run (no root, no namespaces) it falls back to the control plane alone
  * and says why in `fallback`, one line.
  */
@@ -23,19 +20,17 @@ export interface StackCluster {
   kubeconfigPath: string;
   server: string;
   controlPlane: ControlPlane;
-  /** The imitation node (local/node), when it runs. */
-  node?: LocalCluster['node'];
-  /** The real node (local/kubelet-node) and the images imported into it, with `realNode`. */
+  /** The node (local/kubelet-node) and the images imported into it, when it runs. */
   kubeletNode?: KubeletNode;
   images?: RealNodeImages;
   /**
-   * Where machines of the node's network (the demo's lab hosts) attach: the real node's lab bridge
-   * (local/lab/lab-network.ts); absent without the real node.
+   * Where machines of the node's network (the demo's lab hosts) attach: the node's lab bridge
+   * (local/lab/lab-network.ts); absent without the node.
    */
   nodeNetwork?: NodeNetworkAttachment;
   /**
-   * Env the functions need to run Jobs on this node (the Jobs' images by the names the real node
-   * holds: jobImagesEnv); pass it to startStack's functionsEnv. Empty without the real node.
+   * Env the functions need to run Jobs on this node (the Jobs' images by the names the node
+   * holds: jobImagesEnv); pass it to startStack's functionsEnv. Empty without the node.
    */
   functionsEnv: Env;
   /** Why the node does not run although it was asked for (one line, from the node's preflight). */
@@ -60,17 +55,10 @@ export interface StackClusterOptions {
    */
   fallBack?: boolean;
   /**
-   * Run the node as a real kubelet + containerd (local/kubelet-node, `bpa cluster`) with every
-   * project image built (cached) and imported, instead of the imitation (local/node). Default false.
-   */
-  realNode?: boolean;
-  /**
-   * With `realNode`: more OCI archives imported into the node beside the project's images (a
-   * suite's test images, local/images/test-images.ts buildTestImages).
+   * More OCI archives imported into the node beside the project's images (a suite's test images,
+   * local/images/test-images.ts buildTestImages).
    */
   extraImages?: string[];
-  /** The imitation only: image maps added after the node's own (local/node/images.yaml); later files win. */
-  extraImageMaps?: string[];
   /**
    * kube-apiserver's --service-account-jwks-uri (serviceAccountJwksInCluster: the keys through the
    * `kubernetes` Service, which pods reach); needed where pods verify tokens (Knative's OIDC).
@@ -91,7 +79,7 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
     log,
   };
   let fallback: string | undefined;
-  if ((options.node ?? true) && options.realNode) {
+  if (options.node ?? true) {
     try {
       const real = await startRealNodeCluster({
         crds: common.crds,
@@ -119,41 +107,6 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
       if (reason !== nodeUnavailableReason || options.fallBack === false) throw error;
       fallback = message;
     }
-  } else if (options.node ?? true) {
-    try {
-      const cluster = await startLocalCluster({
-        ...common,
-        node: { imageMapFiles: [defaultImageMapFile(), ...(options.extraImageMaps ?? [])] },
-        ...(options.serviceAccountJwksUri ? { serviceAccountJwksUri: options.serviceAccountJwksUri } : {}),
-      });
-      const { controlPlane, node } = cluster;
-      return {
-        kubeConfig: controlPlane.kubeConfig,
-        kubeconfigPath: controlPlane.kubeconfigPath,
-        server: controlPlane.server,
-        controlPlane,
-        node,
-        // The imitation's bridge is in this process's namespace (no nodePid); lab hosts share the
-        // pods' /24 above their addresses, so need no routes.
-        nodeNetwork: {
-          bridge: node.slot.bridge,
-          subnetPrefix: node.slot.podSubnetPrefix,
-          gateway: `${node.slot.podSubnetPrefix}.1`,
-          returnRoutes: [],
-          netnsPrefix: node.slot.netnsPrefix,
-          index: node.slot.index,
-          firstHostOctet: lastPodOctet + 1,
-        },
-        functionsEnv: {},
-        readyMs: Date.now() - started,
-        exited: controlPlane.exited,
-        stop: () => cluster.stop(),
-      };
-    } catch (error) {
-      const { reason, message } = describeError(error);
-      if (reason !== nodeUnavailableReason || options.fallBack === false) throw error;
-      fallback = message;
-    }
   }
   const controlPlane = await startControlPlane(common);
   return {
@@ -171,7 +124,7 @@ export async function startStackCluster(options: StackClusterOptions = {}): Prom
 
 /** What runs, one line per part, for banners. */
 export function describeStackCluster(cluster: StackCluster): string[] {
-  const { controlPlane, node, kubeletNode } = cluster;
+  const { controlPlane, kubeletNode } = cluster;
   const processes = controlPlane.processes;
   const lines = [
     `kube-apiserver           ${cluster.server}`,
@@ -183,15 +136,10 @@ export function describeStackCluster(cluster: StackCluster): string[] {
       `kube-controller-manager  pid ${processes.kubeControllerManager.pid}, log ${processes.kubeControllerManager.logPath}`,
       `kube-scheduler           pid ${processes.kubeScheduler.pid}, log ${processes.kubeScheduler.logPath}`,
     );
-  if (node)
-    lines.push(
-      `node                     ${node.name}: pods in ${node.podCidr} (gateway ${node.gateway}), ` +
-        `hostNetwork pods at ${node.nodeIp}, Services in ${controlPlane.serviceClusterIpRange}`,
-    );
-  else if (kubeletNode) {
+  if (kubeletNode) {
     const { addresses, processes: parts } = kubeletNode;
     lines.push(
-      `node                     ${kubeletNode.name} (real: containerd, kubelet, kube-proxy, CoreDNS) at ` +
+      `node                     ${kubeletNode.name} (containerd, kubelet, kube-proxy, CoreDNS) at ` +
         `${addresses.nodeIp}: pods in ${addresses.podCidr}, Services in ${controlPlane.serviceClusterIpRange}`,
       `  kubelet                pid ${parts.kubelet.pid}, log ${parts.kubelet.logPath}`,
       `  node cleanup           cgroup /${kubeletNode.cleanupTarget.cgroupName}, link ${addresses.hostInterface}, ` +

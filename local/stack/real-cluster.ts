@@ -53,7 +53,7 @@ export interface RealNodeCluster {
   stop(): Promise<void>;
 }
 
-/** The same reason as local/node's preflight, so callers fall back alike (startStackCluster). */
+/** Why the node cannot run on this machine (startStackCluster falls back to the control plane on it). */
 const unavailable = (why: string) =>
   new BpaError('NodeUnavailable', `the real node cannot run here: ${why}`, 'internal');
 
@@ -63,8 +63,7 @@ const unavailable = (why: string) =>
  * it on, and one node with every project image imported (built first by `npm run images`' own
  * code, which reuses its cache by content hash; the Knative images are left to their own users).
  * Resolves once the `default` namespace has its `default` ServiceAccount and `kube-root-ca.crt`:
- * before that the ServiceAccount admission plugin refuses a pod there (a CI flake of the
- * imitation). Root only: otherwise it throws NodeUnavailable and starts nothing.
+ * before that the ServiceAccount admission plugin refuses a pod there (a CI flake once). Root only: otherwise it throws NodeUnavailable and starts nothing.
  */
 export async function startRealNodeCluster(options: {
   crds: CrdInput[];

@@ -81,7 +81,7 @@ describe('bpa cluster (a real process)', () => {
         expect(node.status.nodeInfo.containerRuntimeVersion).toMatch(/^containerd:\/\/2\./);
         expect(node.status.nodeInfo.kubeletVersion).toMatch(/^v1\.36\./);
         // `bpa cluster` says ready only once the `default` ServiceAccount exists: a pod created
-        // at once is admitted (the imitation's CI flake was a pod refused before it existed).
+        // at once is admitted (a CI flake once was a pod refused before it existed).
         await kubectl('get', 'serviceaccount', 'default', '-o', 'name');
 
         // The KUD stand-in's image as a pod: nothing pulled, the image imported by the command.

@@ -38,7 +38,7 @@ let dir: string;
 beforeAll(async () => {
   if (!existsSync(chromiumPath)) throw new Error(`${chromiumPath} is missing: apt-get install -y chromium`);
   dir = mkdtempSync(join(tmpdir(), 'bpa-live-view-'));
-  stackCluster = await startStackCluster({ fallBack: false, realNode: true });
+  stackCluster = await startStackCluster({ fallBack: false });
   lab = await startLab({ namespace, network: stackCluster.nodeNetwork! });
   stack = await startStack({
     kubeconfig: stackCluster.kubeconfigPath,

@@ -363,7 +363,6 @@ export function useChainEngine(engine: ChainEngineName, options: ChainEngineOpti
           throw new Error(`dist/bundle/${bundle} is missing: run npm run build first`);
     const cluster = await startStackCluster({
       fallBack: false,
-      realNode: true,
       extraImages: buildTestImages({ only: chainTestImages, log: () => undefined }).map((i) => i.archive),
       ...(options.eventAuthorization ? { serviceAccountJwksUri: serviceAccountJwksInCluster } : {}),
     });

@@ -1,7 +1,7 @@
 /**
  * One one-machine cluster per integration (and resilience) run: etcd, kube-apiserver,
  * kube-controller-manager and kube-scheduler (Kubernetes' own), and one real node (containerd,
- * kubelet, kube-proxy, CoreDNS: local/stack/real-cluster.ts, docs/node-real.md) holding the
+ * kubelet, kube-proxy, CoreDNS: local/stack/real-cluster.ts, docs/node.md) holding the
  * project's images and the suites' test images (local/images/test-images.ts), with every CRD the
  * project uses: its own, Metal3's BareMetalHost and Knative's (from ../shared/* when the variables
  * are unset). So Jobs really run, from images, and end by the real Job controller. Without root

@@ -1,5 +1,5 @@
 /**
- * A test file's own one-machine cluster (local/stack/cluster.ts with realNode): etcd,
+ * A test file's own one-machine cluster (local/stack/cluster.ts): etcd,
  * kube-apiserver, kube-controller-manager, kube-scheduler and a real node (local/kubelet-node:
  * containerd, kubelet, kube-proxy, CoreDNS) with the project's images (`npm run images`' build,
  * cached), an index of its own, the project's CRDs and one namespace for the file. Jobs and pods
@@ -49,7 +49,7 @@ export function useNodeCluster(
   beforeAll(async () => {
     const started = Date.now();
     const node = options.node ?? true;
-    const cluster = await startStackCluster({ fallBack: false, node, realNode: node });
+    const cluster = await startStackCluster({ fallBack: false, node });
     if (node)
       process.stderr.write(
         `[node-cluster] real node ${cluster.kubeletNode?.name} ready in ${((Date.now() - started) / 1000).toFixed(1)} s ` +

@@ -104,7 +104,7 @@ const denial = (webhook: string) => `admission webhook "${webhook}" denied the r
 // Skips where the other Knative suites skip (no node, BPA_TEST_KNATIVE=0), saying why.
 describeOnKnative("Knative Serving's admission webhook on a cluster of its own", () => {
   beforeAll(async () => {
-    cluster = await startStackCluster({ realNode: true, fallBack: false });
+    cluster = await startStackCluster({ fallBack: false });
     // Serving's binaries (built when missing), its webhook's image imported into the node.
     installed = await installServingWebhookOnRealNode({
       kubeConfig: cluster.kubeConfig,

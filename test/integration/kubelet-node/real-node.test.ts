@@ -1,7 +1,7 @@
 /**
  * The real node (local/kubelet-node): containerd 2.4.2 + kubelet and kube-proxy 1.36.3 in network
  * and mount namespaces of their own, against a control plane of this file's own with the real
- * controllers (so the run's imitation node, local/node, never sees these pods). Images are never
+ * controllers (so the run's shared node never sees these pods). Images are never
  * pulled: the tests' busybox image is imported with ctr. Every check crosses a real process
  * boundary: the Job controller ends a Job, the kubelet runs readiness probes, kube-proxy's nftables
  * rules carry a ClusterIP, the kernel's memory cgroup kills a container, kube-apiserver streams a

@@ -44,7 +44,7 @@ const name = 'grow';
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bpa-grow-shrink-'));
-  cluster = await startStackCluster({ fallBack: false, realNode: true });
+  cluster = await startStackCluster({ fallBack: false });
   network = await createLabNetwork(cluster.nodeNetwork!, [231, 232, 233]);
   const [a, b, c] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
   sshd = await startSshHosts({

@@ -46,7 +46,7 @@ let second: LabHost;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bpa-kubeconfig-node-'));
-  cluster = await startStackCluster({ fallBack: false, realNode: true });
+  cluster = await startStackCluster({ fallBack: false });
   network = await createLabNetwork(cluster.nodeNetwork!, [241, 242]);
   const [a, b] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
   sshd = await startSshHosts({

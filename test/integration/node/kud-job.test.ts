@@ -67,7 +67,7 @@ const host = (label: string, mac: string, ip: string, role: LabHost['role']): La
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bpa-kud-node-'));
   cacheDir = join(dir, 'kubectl-cache');
-  cluster = await startStackCluster({ fallBack: false, realNode: true });
+  cluster = await startStackCluster({ fallBack: false });
   network = await createLabNetwork(cluster.nodeNetwork!, [251, 252, 253, 254, 249]);
   const [a, b, c, d, e] = network.hosts as [
     LabNetwork['hosts'][0],

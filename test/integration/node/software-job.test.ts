@@ -126,7 +126,7 @@ beforeAll(async () => {
   for (const bundle of ['software-install.mjs', 'software-install-job.mjs'])
     if (!existsSync(join(repoRoot(), 'dist/bundle', bundle)))
       throw new Error(`dist/bundle/${bundle} is missing: run npm run build first`);
-  cluster = await startStackCluster({ fallBack: false, realNode: true });
+  cluster = await startStackCluster({ fallBack: false });
   const attachment = cluster.nodeNetwork!;
   // The Debian host on this machine's end of the node's link (what the node routes its pods to),
   // the silent one in a lab namespace of its own on the lab bridge; one SSH port for both.
