@@ -18,6 +18,7 @@ import {
   type StoredImage,
 } from '../../shared/k8s/image.js';
 import { managedByLabel, managedByValue } from '../../shared/k8s/resources.js';
+import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
 import type { Logger } from '../../shared/log.js';
 import type { Sink } from '../../shared/server/sink.js';
 import type { ImageSpec, ImageStatus, ImageType } from '../../shared/schemas/image.js';
@@ -25,6 +26,8 @@ import type { ImageQuotas } from './quotas.js';
 import type { ImageStore } from './store.js';
 
 export const functionName = 'image-upload';
+/** The field manager of image-upload's status applies (Uploaded, the upload's fields). */
+const manager = fieldManagerFor(functionName);
 
 type ConditionText = Pick<ConditionUpdate, 'status' | 'reason' | 'message'>;
 
@@ -125,7 +128,7 @@ export class ImageUploads {
         'ImageExists',
         `Image ${address.namespace}/${address.name} (${address.type} image ${address.imageName} of cluster ${address.clusterName}) already exists; DELETE it first`,
       );
-    const updated = await updateImageStatus(this.clients, address.namespace, address.name, (fresh) =>
+    const updated = await updateImageStatus(this.clients, manager, address.namespace, address.name, (fresh) =>
       this.phaseStatus(fresh, address, { phase: 'Uploading', offset: 0, length: spec.length }, [
         { status: 'False', reason: 'Uploading', message: `Waiting for ${spec.length} bytes` },
         { status: 'False', reason: 'Uploading', message: 'The upload has not finished' },
@@ -153,7 +156,7 @@ export class ImageUploads {
       return; // terminated or never created: nothing to record
     }
     try {
-      await updateImageStatus(this.clients, address.namespace, address.name, (fresh) =>
+      await updateImageStatus(this.clients, manager, address.namespace, address.name, (fresh) =>
         fresh.status?.phase !== 'Uploading' || (fresh.status.uploadOffset ?? 0) >= offset
           ? undefined
           : { ...fresh.status, uploadOffset: offset },
@@ -171,7 +174,7 @@ export class ImageUploads {
 
   /** The last byte is stored: status Uploaded, an Event, and image.uploaded to the sink. */
   async finished(address: ImageAddress, length: number): Promise<void> {
-    const image = await updateImageStatus(this.clients, address.namespace, address.name, (fresh) =>
+    const image = await updateImageStatus(this.clients, manager, address.namespace, address.name, (fresh) =>
       this.phaseStatus(fresh, address, { phase: 'Uploaded', offset: length, length }, [
         {
           status: 'True',

@@ -9,6 +9,7 @@ import {
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { setCondition } from '../../shared/k8s/conditions.js';
 import { recordEvent } from '../../shared/k8s/events.js';
+import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
 import {
   ImageCondition,
   imageIdentity,
@@ -30,6 +31,8 @@ import { imageVerifyConfigSchema, verifyDeadlineSeconds, type ImageVerifyConfig 
 import { digestObject, writeChecksumFile, type Digests } from './verify-image.js';
 
 export const functionName = 'image-verify';
+/** The field manager of image-verify's status applies (Ready, the digests, the URLs). */
+const manager = fieldManagerFor(functionName);
 
 // One S3 client per config object: it holds the connection pool.
 const clientsByConfig = new WeakMap<ImageVerifyConfig, ReturnType<typeof s3Client>>();
@@ -109,7 +112,7 @@ async function verifyUploadedImage(
   const deadlineSeconds = verifyDeadlineSeconds(context.config, spec.length);
   const deadline = new Date(started + deadlineSeconds * 1000);
   const progress = (bytesVerified: number) =>
-    updateImageStatus(clients, ref.namespace, ref.name, (fresh) =>
+    updateImageStatus(clients, manager, ref.namespace, ref.name, (fresh) =>
       fresh.metadata.uid !== ref.uid || fresh.status?.phase !== 'Uploaded'
         ? undefined
         : {
@@ -146,7 +149,7 @@ async function verifyUploadedImage(
     if (!signal.aborted) throw error;
     // Too slow for the size-derived deadline: said on the Image, and retried by the broker.
     const message = `Reading ${spec.length} bytes back took longer than ${deadlineSeconds} s (IMAGE_VERIFY_MIN_BYTES_PER_SECOND ${context.config.IMAGE_VERIFY_MIN_BYTES_PER_SECOND})`;
-    await updateImageStatus(clients, ref.namespace, ref.name, (fresh) =>
+    await updateImageStatus(clients, manager, ref.namespace, ref.name, (fresh) =>
       fresh.metadata.uid !== ref.uid
         ? undefined
         : {
@@ -172,7 +175,7 @@ async function verifyUploadedImage(
   const url = signDownloadUrl(base, { ...target, kind: 'image' }, expires, keys);
   const checksumUrl = signDownloadUrl(base, { ...target, kind: 'checksum' }, expires, keys);
   if (!failure) await writeChecksumFile(s3, bucket, key, digests.sha256, spec.imageName);
-  const stored = await updateImageStatus(clients, ref.namespace, ref.name, (fresh) => {
+  const stored = await updateImageStatus(clients, manager, ref.namespace, ref.name, (fresh) => {
     if (fresh.metadata.uid !== ref.uid) return undefined;
     const condition = failure
       ? { type: ImageCondition.ready, status: 'False' as const, ...failure }

@@ -1,6 +1,8 @@
+import { isDeepStrictEqual } from 'node:util';
 import { BpaError, transient } from '../errors.js';
-import { imageStall, withKstatus } from '../core/kstatus.js';
+import { imageStall, KstatusCondition } from '../core/kstatus.js';
 import type { ResourceRef } from '../events/types.js';
+import type { Condition } from '../schemas/kube.js';
 import {
   imageApiVersion,
   imageGroup,
@@ -13,8 +15,10 @@ import {
 } from '../schemas/image.js';
 import { classifyApiError, isConflict, isNotFound } from './api-errors.js';
 import type { KubeClients } from './clients.js';
+import { sameCondition, type ConditionUpdate } from './conditions.js';
 import type { CustomResource } from './resources.js';
 import type { ObjectIdentity } from './stored-object.js';
+import { applyStatusDecided, type StatusDecision } from './status-apply.js';
 
 export const imagesResource: CustomResource = {
   group: imageGroup,
@@ -119,38 +123,75 @@ export async function deleteImage(clients: KubeClients, namespace: string, name:
 }
 
 /**
- * Read-modify-write of the status: `mutate` gets the fresh Image and returns the new status (or
- * undefined: nothing to write). A 409 re-reads and re-applies, a few times.
+ * What `manager` applies to turn the live status into `wanted` (status-apply.ts): the conditions
+ * that changed, the fields that changed (a field `wanted` lacks is dropped), the conditions
+ * `wanted` lacks removed; observedGeneration and the kstatus conditions are derived, never taken
+ * from `wanted`. Undefined when nothing changes.
+ */
+export function imageStatusDecision(live: StoredImage, wanted: ImageStatus): StatusDecision | undefined {
+  const derived = new Set<string>(['observedGeneration', 'conditions']);
+  const derivedConditions = new Set<string>([KstatusCondition.reconciling, KstatusCondition.stalled]);
+  const before: Record<string, unknown> = live.status ?? {};
+  const after: Record<string, unknown> = wanted;
+  const fields: Record<string, unknown> = {};
+  for (const key of new Set([...Object.keys(before), ...Object.keys(after)]))
+    if (!derived.has(key) && !isDeepStrictEqual(before[key], after[key])) fields[key] = after[key];
+  const liveConditions = (live.status?.conditions ?? []).filter((c) => !derivedConditions.has(c.type));
+  const wantedConditions = (wanted.conditions ?? []).filter((c) => !derivedConditions.has(c.type));
+  const conditions: ConditionUpdate[] = wantedConditions
+    .filter(
+      (c) =>
+        !sameCondition(
+          liveConditions.find((l) => l.type === c.type),
+          conditionUpdate(c),
+        ),
+    )
+    .map(conditionUpdate);
+  const removeConditions = liveConditions
+    .filter((c) => !wantedConditions.some((w) => w.type === c.type))
+    .map((c) => c.type);
+  if (Object.keys(fields).length === 0 && conditions.length === 0 && removeConditions.length === 0)
+    return undefined;
+  return {
+    conditions,
+    fields,
+    ...(removeConditions.length > 0 ? { removeConditions } : {}),
+    stalls: imageStall(typeof after.phase === 'string' ? after.phase : undefined),
+  };
+}
+
+const conditionUpdate = (c: Condition): ConditionUpdate => ({
+  type: c.type,
+  status: c.status,
+  reason: c.reason ?? '',
+  message: c.message ?? '',
+  ...(c.observedGeneration === undefined ? {} : { observedGeneration: c.observedGeneration }),
+});
+
+/**
+ * The Image's status as `manager` (fieldManagerFor(function)) wants it: `mutate` gets the fresh
+ * Image and returns the whole status it wants (or undefined: nothing to write); what differs from
+ * the live status is applied by server-side apply, conditional on the read (applyStatusDecided:
+ * a 409 reads again and decides again). Undefined when the Image is gone.
  */
 export async function updateImageStatus(
   clients: KubeClients,
+  manager: string,
   namespace: string,
   name: string,
   mutate: (fresh: StoredImage) => ImageStatus | undefined,
-  maxAttempts = 5,
 ): Promise<StoredImage | undefined> {
-  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-    const fresh = await readImage(clients, namespace, name);
-    if (!fresh) return undefined;
-    const status = mutate(fresh);
-    if (status === undefined) return fresh;
-    try {
-      const stored = await clients.custom.replaceNamespacedCustomObjectStatus({
-        ...where(namespace, name),
-        // observedGeneration and the kstatus conditions (Reconciling, Stalled), derived in one place.
-        body: { ...fresh, status: withKstatus(fresh, status, imageStall(status.phase)) },
-      });
-      return imageSchema.parse(stored) as StoredImage;
-    } catch (error) {
-      if (isConflict(error)) continue;
-      if (isNotFound(error)) return undefined;
-      throw classifyApiError(error, `update the status of Image ${namespace}/${name}`);
-    }
-  }
-  throw transient(
-    'StatusConflict',
-    `The status of Image ${namespace}/${name} kept changing (${maxAttempts} attempts)`,
+  const result = await applyStatusDecided(
+    clients,
+    { resource: imagesResource, namespace, name },
+    manager,
+    (fresh) => {
+      const image = imageSchema.parse(fresh) as StoredImage;
+      const wanted = mutate(image);
+      return wanted === undefined ? undefined : imageStatusDecision(image, wanted);
+    },
   );
+  return result.outcome === 'gone' ? undefined : (imageSchema.parse(result.object) as StoredImage);
 }
 
 export const imageRef = (image: StoredImage): ResourceRef => ({

@@ -1,5 +1,5 @@
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { KstatusCondition, withKstatus } from '../core/kstatus.js';
+import { KstatusCondition, withKstatus, type StallRule } from '../core/kstatus.js';
 import type { Condition } from '../schemas/kube.js';
 import { apiStatusCode, classifyApiError, isConflict, isNotFound } from './api-errors.js';
 import type { KubeClients } from './clients.js';
@@ -44,6 +44,8 @@ export interface StatusApply {
    * what this manager owns of them; an `undefined` value drops the key.
    */
   merge?: Record<string, Record<string, unknown>>;
+  /** Which conditions stall the object (kstatus); default the catalogue's (catalogueStall). */
+  stalls?: StallRule;
 }
 
 export type ApplyResult =
@@ -126,7 +128,7 @@ export function applyBody(
     for (const [key, value] of Object.entries(merged)) if (value === undefined) delete merged[key];
     changedFields[field] = Object.keys(merged).length > 0 ? merged : undefined;
   }
-  const whole = withKstatus(live, { ...live.status, ...changedFields, conditions: all });
+  const whole = withKstatus(live, { ...live.status, ...changedFields, conditions: all }, change.stalls);
   const derived = conditionsOf({ ...live, status: whole }).filter((c) => derivedTypes.has(c.type));
   const setTypes = new Set([...change.conditions.map((c) => c.type), ...derived.map((c) => c.type)]);
   const ownedConditions = conditionsOf({ ...live, status: owned }).filter(
