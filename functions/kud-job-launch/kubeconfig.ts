@@ -21,6 +21,8 @@ import { provisioningSchema } from '../../shared/schemas/provisioning.js';
 import { callApi, classifyApiError, isConflict, readOrUndefined } from '../../shared/k8s/api-errors.js';
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { applyConditions } from '../../shared/k8s/condition-writer.js';
+import type { StatusTarget } from '../../shared/k8s/custom-objects.js';
+import { applyStatusDecided } from '../../shared/k8s/status-apply.js';
 import { functionManager } from './name.js';
 
 import { conditionFor, conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
@@ -60,6 +62,25 @@ export function awaitsKubeconfig(item: StoredObject, now: Date = new Date()): bo
     published === undefined ||
     published.status === 'Unknown' ||
     (published.status === 'False' && sweepRetries(published, now))
+  );
+}
+
+/**
+ * The published Secret's digest (and name) in status, for whatever generation the Provisioning
+ * has now: a fact about the Secret, not a step of one generation. Nothing when it is gone or
+ * replaced (another uid).
+ */
+async function recordKubeconfigDigest(
+  clients: KubeClients,
+  target: StatusTarget,
+  uid: string | undefined,
+  digest: Record<string, unknown>,
+): Promise<void> {
+  await applyStatusDecided(clients, target, functionManager, (fresh) =>
+    (uid !== undefined && fresh.metadata.uid !== uid) ||
+    Object.entries(digest).every(([field, value]) => fresh.status?.[field] === value)
+      ? undefined
+      : { conditions: [], fields: digest },
   );
 }
 
@@ -128,6 +149,11 @@ export async function advanceKubeconfig(
         },
         context.log,
       );
+    // The only fields reported are the published Secret's digest and name: facts about the
+    // Secret, which holds that admin.conf whatever generation the Provisioning reached meanwhile
+    // (a shrink right after a grow makes the step's write stale). Recorded all the same, or the
+    // next generation's drain would refuse the Secret for good.
+    if (result.outcome === 'stale' && fields) await recordKubeconfigDigest(clients, target, ref.uid, fields);
   };
 
   const existing = await readJob(clients, functionsNamespace, name);
@@ -166,16 +192,19 @@ export async function advanceKubeconfig(
         }
         throw error;
       }
-      // The credential is in its Secret: the pod whose log also holds it goes now.
-      await deleteJob(clients, ours);
-      return report(
+      // The tenant can edit that Secret; what the functions themselves use of it (the drain)
+      // is checked against this digest, which only status writers can set.
+      const digest = { kubeconfigSecret: secretName, [kubeconfigDigestField]: sha256Hex(adminConf) };
+      await report(
         'True',
         Reason.KubeconfigPublished,
         `The kubeconfig of cluster ${cluster} is in Secret ${secretName} (key value)`,
-        // The tenant can edit that Secret; what the functions themselves use of it (the drain)
-        // is checked against this digest, which only status writers can set.
-        { kubeconfigSecret: secretName, [kubeconfigDigestField]: sha256Hex(adminConf) },
+        digest,
       );
+      // The credential is in its Secret and its digest in status: the pod whose log also holds
+      // it goes now (after a failure before this point, the Job is there for the next try).
+      await deleteJob(clients, ours);
+      return;
     }
     if (state === 'failed') {
       const pod = newestPod(await podsOfJob(clients, ours));

@@ -146,7 +146,11 @@ async function readyFor(generation: number) {
       const seen = (live.status?.conditions ?? []).map(
         (c) => `${c.type}=${c.status}/${c.reason ?? ''}@${c.observedGeneration ?? '?'}: ${c.message ?? ''}`,
       );
-      throw new Error(`generation ${live.metadata?.generation}; ${seen.join('; ')}`);
+      // And the published kubeconfig's digest the drain compares the Secret with.
+      const digest = (live.status as { kubeconfigSha256?: string } | undefined)?.kubeconfigSha256;
+      throw new Error(
+        `generation ${live.metadata?.generation}; ${seen.join('; ')}; kubeconfigSha256 ${digest ?? 'absent'}`,
+      );
     },
     { what: `Ready of ${name} decided for generation ${generation}`, timeoutMs: 240_000, intervalMs: 500 },
   );
