@@ -139,7 +139,7 @@ export function describeStackCluster(cluster: StackCluster): string[] {
   if (kubeletNode) {
     const { addresses, processes: parts } = kubeletNode;
     lines.push(
-      `node                     ${kubeletNode.name} (containerd, kubelet, kube-proxy, CoreDNS) at ` +
+      `node                     ${kubeletNode.name} (real: containerd, kubelet, kube-proxy, CoreDNS) at ` +
         `${addresses.nodeIp}: pods in ${addresses.podCidr}, Services in ${controlPlane.serviceClusterIpRange}`,
       `  kubelet                pid ${parts.kubelet.pid}, log ${parts.kubelet.logPath}`,
       `  node cleanup           cgroup /${kubeletNode.cleanupTarget.cgroupName}, link ${addresses.hostInterface}, ` +

@@ -1,10 +1,12 @@
 /**
- * A slow validating admission webhook for Jobs: the kube-apiserver calls it (HTTPS on loopback,
- * its own CA) on every Job create, and it holds the first admission request for each Job name
- * `holdMs` before allowing it; later ones for that name are allowed at once. A real cause of a
- * slow API answer (policy engines such as Kyverno or Gatekeeper sit in the same place): a
- * function that creates a Job waits in its request for as long as the create takes, so a
- * delivery can outlive its Trigger's timeout while the function still runs.
+ * A slow validating admission webhook (Jobs by default): the kube-apiserver calls it (HTTPS on
+ * loopback, its own CA) on every create of the resource, and it holds the first admission request
+ * for each name `holdMs` before allowing it, running `onFirstCreate` meanwhile; later ones for
+ * that name are allowed at once. A real cause of a slow API answer (policy engines such as
+ * Kyverno or Gatekeeper sit in the same place): a function that creates a Job waits in its
+ * request for as long as the create takes, so a delivery can outlive its Trigger's timeout while
+ * the function still runs. `onFirstCreate` puts a change of the test's exactly between a
+ * function's create and its next request (the kubeconfig Secret, then the status write).
  *
  * Real: kube-apiserver's webhook client (admission.k8s.io/v1 AdmissionReview, TLS checked against
  * the configuration's caBundle). The webhook itself is the test's: it judges nothing.
@@ -30,8 +32,8 @@ export interface AdmittedCreate {
   answeredAt: number;
 }
 
-export interface SlowJobAdmission {
-  /** Every Job create the API server asked about, in the order they were answered. */
+export interface SlowAdmission {
+  /** Every create the API server asked about, in the order they were answered. */
   readonly admitted: AdmittedCreate[];
   /** Removes the webhook configuration and stops the server. */
   stop(): Promise<void>;
@@ -52,14 +54,22 @@ const reviewSchema = z.looseObject({
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Registers `ValidatingWebhookConfiguration` `name` for CREATE of batch/v1 Jobs in `namespaces`
- * (matched by `kubernetes.io/metadata.name`), served by this process on 127.0.0.1 (the API
- * server runs on this machine). `holdMs` must stay below the webhook's 30 s timeout.
+ * Registers `ValidatingWebhookConfiguration` `name` for CREATE of `resource` (default batch/v1
+ * Jobs) in `namespaces` (matched by `kubernetes.io/metadata.name`), served by this process on
+ * 127.0.0.1 (the API server runs on this machine). `holdMs` must stay below the webhook's 30 s
+ * timeout, with what `onFirstCreate` takes.
  */
-export async function startSlowJobAdmission(
+export async function startSlowAdmission(
   kubeConfig: KubeConfig,
-  options: { name: string; namespaces: string[]; holdMs: number },
-): Promise<SlowJobAdmission> {
+  options: {
+    name: string;
+    namespaces: string[];
+    holdMs: number;
+    resource?: { apiGroup: string; version: string; resource: string };
+    onFirstCreate?: (created: { namespace: string; name: string }) => Promise<void>;
+  },
+): Promise<SlowAdmission> {
+  const resource = options.resource ?? { apiGroup: 'batch', version: 'v1', resource: 'jobs' };
   if (options.holdMs >= 29_000) throw new Error('holdMs must stay below the webhook timeout (30 s)');
   const dir = mkdtempSync(join(tmpdir(), 'bpa-slow-admission-'));
   const ca = createCertificateAuthority(dir, 'bpa-test-slow-admission');
@@ -85,9 +95,11 @@ export async function startSlowJobAdmission(
           const key = `${namespace}/${name}`;
           const dryRun = asked.dryRun === true;
           // The first real create of a name is the slow one; a dry run never counts.
-          const hold = !dryRun && !seen.has(key) ? options.holdMs : 0;
+          const first = !dryRun && !seen.has(key);
+          const hold = first ? options.holdMs : 0;
           if (!dryRun) seen.add(key);
           if (hold > 0) await sleep(hold);
+          if (first) await options.onFirstCreate?.({ namespace, name });
           admitted.push({
             namespace,
             name,
@@ -138,10 +150,10 @@ export async function startSlowJobAdmission(
           },
           rules: [
             {
-              apiGroups: ['batch'],
-              apiVersions: ['v1'],
+              apiGroups: [resource.apiGroup],
+              apiVersions: [resource.version],
               operations: ['CREATE'],
-              resources: ['jobs'],
+              resources: [resource.resource],
               scope: 'Namespaced',
             },
           ],

@@ -42,7 +42,7 @@ import {
   type FunctionLogLine,
 } from '../../support/chain-engine.js';
 import { createKudSshKeySecret, kudTestImage } from '../../support/node.js';
-import { startSlowJobAdmission, type SlowJobAdmission } from '../../support/slow-admission.js';
+import { startSlowAdmission, type SlowAdmission } from '../../support/slow-admission.js';
 import {
   bpaGroup,
   conditionOf,
@@ -77,7 +77,7 @@ if (reason)
 const describeKnative = reason ? describe.skip : describe;
 
 describeKnative('a delivery retried while the first still runs [knative]', () => {
-  let admission: SlowJobAdmission | undefined;
+  let admission: SlowAdmission | undefined;
   const chain: ChainEngine = useChainEngine('knative', {
     namespacePrefix: 'chain-retry',
     knativeObservability: { 'metrics-protocol': 'prometheus' },
@@ -90,7 +90,7 @@ describeKnative('a delivery retried while the first still runs [knative]', () =>
         bootMac: mac,
         nics: [{ name: 'eth0', mac, ip: '10.31.0.1' }],
       });
-      admission = await startSlowJobAdmission(kubeConfig, {
+      admission = await startSlowAdmission(kubeConfig, {
         name: `slow-jobs-${namespace}`,
         namespaces: [namespace, functionsNamespace],
         holdMs,

@@ -94,13 +94,18 @@ async function post(url: string, script: (typeof scripts)[number]): Promise<numb
   return response.status;
 }
 
-/** What a subscriber saw, without what differs by nature (times, hosts, trace ids). */
+/** Ids of the probes that show each Trigger delivers before the scripts run (beforeAll). */
+const probePrefix = 'probe-';
+const isProbe = (r: RecordedRequest) => String(r.headers['ce-id'] ?? '').startsWith(probePrefix);
+
+/** What a subscriber saw, without what differs by nature (times, hosts, trace ids), and no probe. */
 function normalise(records: RecordedRequest[]) {
   const header = (r: RecordedRequest, name: string) => {
     const value = r.headers[name];
     return Array.isArray(value) ? value.join(',') : value;
   };
   return records
+    .filter((r) => !isProbe(r))
     .map((r) => ({
       path: r.path,
       id: header(r, 'ce-id'),
@@ -168,6 +173,34 @@ describeOnKnative('the embedded broker and real Knative Eventing, side by side',
       log: silentLogger,
     });
     const knativeIngress = `${await brokerIngressBase(kubeConfig)}/${namespace}/default`;
+    // A Ready Trigger is not yet a subscriber Knative's data plane delivers to (docs/knative.md:
+    // events accepted meanwhile reach nobody, with nothing logged), and on a loaded machine that
+    // lasts seconds: each route is probed until its subscriber has seen a probe. Probes carry ids
+    // of their own and are left out of everything compared below.
+    let round = 0;
+    await waitFor(
+      async () => {
+        const got = await knativeRecorder.received();
+        const silent = routes.filter(
+          (route) =>
+            route.name !== 'answer' && !got.some((r) => isProbe(r) && r.headers['ce-type'] === route.type),
+        );
+        if (silent.length === 0) return true;
+        round++;
+        for (const route of silent)
+          await post(knativeIngress, {
+            name: route.name,
+            type: route.type,
+            id: `${probePrefix}${route.name}-${round}`,
+          });
+        return undefined;
+      },
+      {
+        what: "every knative Trigger delivering to the recorder's probes",
+        timeoutMs: 120_000,
+        intervalMs: 2000,
+      },
+    );
     for (const script of scripts) {
       accepted.knative.push(await post(knativeIngress, script));
       accepted.embedded.push(await post(embedded.ingressUrl(namespace, 'default'), script));
@@ -186,13 +219,16 @@ describeOnKnative('the embedded broker and real Knative Eventing, side by side',
           const wanted: [string, boolean][] = [
             ['a dead letter for the 5xx', count('script-server-error', '/dead') === 1],
             ['2 attempts for the 429', count('script-throttled', '/fail/1/429') === 2],
-            ['the answer to the reply', got.some((r) => r.path === '/answer')],
+            ['the answer to the reply', got.some((r) => r.path === '/answer' && !isProbe(r))],
             ['the plain event', count('script-plain', '/ok') === 1],
             ['a dead letter for the 400', count('script-client-error', '/dead') === 1],
           ];
           const missing = wanted.filter(([, ok]) => !ok).map(([what]) => what);
           // What arrived, so a timeout says which attempt or dead letter is missing.
-          const arrived = got.map((r) => `${String(r.headers['ce-id'])} ${r.path} ${r.status}`).join('; ');
+          const arrived = got
+            .filter((r) => !isProbe(r))
+            .map((r) => `${String(r.headers['ce-id'])} ${r.path} ${r.status}`)
+            .join('; ');
           if (missing.length > 0)
             throw new Error(
               `missing: ${missing.join(', ')} (ingress answers ${accepted[engine].join(' ')}; received: ${arrived})`,

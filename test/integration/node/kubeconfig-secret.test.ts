@@ -11,6 +11,7 @@
  * reads that log, writes the Secret and deletes the publisher Job (docs/adr/0009). Nothing patches
  * a Job's status here. Starts its own cluster (its own node index). Needs root.
  */
+import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,9 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   KubernetesObjectApi,
+  PatchStrategy,
   RbacAuthorizationV1Api,
+  setHeaderOptions,
   Watch,
   type KubernetesObject,
   type V1Job,
@@ -32,6 +35,7 @@ import { startSshHosts, type SshHosts } from '../../../local/lab/openssh-hosts.j
 import type { Stack } from '../../../local/stack/index.js';
 import { startStackCluster, type StackCluster } from '../../../local/stack/cluster.js';
 import { startNodeLabStack } from '../../support/node.js';
+import { startSlowAdmission } from '../../support/slow-admission.js';
 
 let cluster: StackCluster;
 let network: LabNetwork;
@@ -40,22 +44,23 @@ let stack: Stack;
 let dir: string;
 let namespace: string;
 let functionsNamespace: string;
-/** edge-k's host and edge-f's: a host serves one Provisioning at a time (contract section 12). */
+/** edge-k's host, edge-f's and edge-g's: a host serves one Provisioning at a time (contract section 12). */
 let master: LabHost;
 let second: LabHost;
+let third: LabHost;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'bpa-kubeconfig-node-'));
   cluster = await startStackCluster({ fallBack: false });
-  network = await createLabNetwork(cluster.nodeNetwork!, [241, 242]);
-  const [a, b] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
+  network = await createLabNetwork(cluster.nodeNetwork!, [241, 242, 243]);
+  const [a, b, c] = network.hosts as [LabNetwork['hosts'][0], LabNetwork['hosts'][0], LabNetwork['hosts'][0]];
   sshd = await startSshHosts({
-    count: 2,
-    addresses: [a.ip, b.ip],
-    netns: [a.netns, b.netns],
+    count: 3,
+    addresses: [a.ip, b.ip, c.ip],
+    netns: [a.netns, b.netns, c.netns],
     port: 22,
     username: 'root',
-    behaviours: [{ kind: 'lab' }, { kind: 'lab' }],
+    behaviours: [{ kind: 'lab' }, { kind: 'lab' }, { kind: 'lab' }],
   });
   master = {
     label: 'master-1',
@@ -73,9 +78,17 @@ beforeAll(async () => {
     ip: b.ip,
     inLeaseFile: true,
   };
+  third = {
+    label: 'master-3',
+    role: 'master',
+    bmhName: 'server-master-3',
+    mac: '52:54:00:4c:00:03',
+    ip: c.ip,
+    inLeaseFile: true,
+  };
   ({ namespace, functionsNamespace, stack } = await startNodeLabStack({
     cluster,
-    hosts: [master, second],
+    hosts: [master, second, third],
     sshKey: sshd,
     dir,
     namespacePrefix: 'kubeconfig-node',
@@ -94,9 +107,11 @@ afterAll(async () => {
 
 type Condition = { type: string; status: string; reason?: string; message?: string };
 type Provisioning = KubernetesObject & {
+  metadata?: { generation?: number; uid?: string };
   status?: {
     conditions?: Condition[];
     kubeconfigSecret?: string;
+    kubeconfigSha256?: string;
     ownedObjects?: { kind: string; namespace: string; name: string; uid: string }[];
   };
 };
@@ -303,5 +318,54 @@ describe('the kubeconfig Secret, published on the node', () => {
     // Nothing printed the credential for a Secret it could not be written to.
     expect(jobs.has('kud-edge-f')).toBe(true);
     expect(jobs.has('kud-edge-f-kubeconfig')).toBe(false);
+  }, 300_000);
+  it('a spec change while the kubeconfig is being published: the Secret is written and its digest recorded all the same', async () => {
+    // The test's webhook changes the spec exactly when kud-job-launch creates the Secret, so the
+    // step's status write that follows is for a generation that is gone (stale). The new spec
+    // names a host nobody has: generation 2 stops at HostsResolved, no publisher of its own runs,
+    // so only this publication can record the digest the next drain compares the Secret with.
+    const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    const admission = await startSlowAdmission(cluster.kubeConfig, {
+      name: `kubeconfig-secret-${namespace}`,
+      namespaces: [namespace],
+      holdMs: 0,
+      resource: { apiGroup: '', version: 'v1', resource: 'secrets' },
+      onFirstCreate: async ({ name }) => {
+        if (name !== 'edge-g-admin-kubeconfig') return;
+        await custom.patchNamespacedCustomObject(
+          {
+            group: 'bpa.akraino.org',
+            version: 'v1alpha1',
+            plural: 'provisionings',
+            namespace,
+            name: 'edge-g',
+            body: { spec: { workers: [{ 'worker-x': { 'mac-address': '52:54:00:4c:00:99' } }] } },
+          },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        );
+      },
+    });
+    try {
+      await apply(provisioning('edge-g', third));
+      const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+      const recorded = await waitFor(
+        async () => {
+          const live = await readProvisioning('edge-g');
+          return live.status?.kubeconfigSha256 ? live : undefined;
+        },
+        { what: 'the digest of edge-g-admin-kubeconfig in status', timeoutMs: 240_000, intervalMs: 500 },
+      );
+      expect(admission.admitted.map((a) => a.name)).toContain('edge-g-admin-kubeconfig');
+      expect(recorded.metadata?.generation).toBe(2);
+      const secret = await core.readNamespacedSecret({ name: 'edge-g-admin-kubeconfig', namespace });
+      const adminConf = Buffer.from(secret.data?.value ?? '', 'base64');
+      expect(adminConf.toString('utf8')).toContain('STAND-IN admin.conf');
+      expect(recorded.status?.kubeconfigSha256).toBe(createHash('sha256').update(adminConf).digest('hex'));
+      expect(recorded.status?.kubeconfigSecret).toBe('edge-g-admin-kubeconfig');
+      // Generation 1's step was never recorded (stale), and generation 2 never gets that far.
+      expect(conditionOf(recorded, 'KubeconfigPublished')?.status ?? 'Unknown').toBe('Unknown');
+    } finally {
+      await admission.stop();
+    }
   }, 300_000);
 });
