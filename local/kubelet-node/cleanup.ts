@@ -6,8 +6,16 @@
  * and the veth go with it), the network namespaces of the lab hosts attached to it (named
  * `<hostif>-*`, network.ts labAttachmentOf; their sshd processes first) and its directory. One script, run on stop and by a watchdog that waits
  * for the launcher to die: a test killed hard leaves nothing either.
+ *
+ * A namespace is named by its inode number (`mnt:[N]`), and the kernel hands the lowest free
+ * number out again at once: the moment the node's last process dies, the next `unshare` or
+ * container anywhere on the machine (another test's node) gets `mnt:[N]`, and a clean-up that goes
+ * on looking for `mnt:[N]` kills it. So whoever matches processes by that name holds the
+ * namespace open (pinNamespace): the launcher from the holder's start to the end of its stop, the
+ * watchdog (the pin is its fd 3) until it exits.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readlinkSync } from 'node:fs';
 
 const script = `parent=$1; mntns=$2; cgname=$3; hostif=$4; work=$5
 if [ "$parent" != now ]; then
@@ -64,19 +72,53 @@ const args = (parent: string, target: CleanupTarget) => [
   target.workDir,
 ];
 
-/** Cleans up now (after the graceful stop of containerd, kubelet and kube-proxy). */
+/** Cleans up now (after the graceful stop of containerd, kubelet and kube-proxy), the caller holding the pin. */
 export function cleanupNow(target: CleanupTarget): void {
   spawnSync('sh', args('now', target), { stdio: 'ignore', timeout: 60_000 });
 }
 
-/** Cleans up once this process is gone, however it died. Kill it on a clean stop. */
-export function startCleanupWatchdog(target: CleanupTarget): ChildProcess {
-  const watchdog = spawn('sh', args(String(process.pid), target), { stdio: 'ignore', detached: true });
+/** A namespace held open: its name is no other namespace's while `fd` is open. */
+export interface NamespacePin {
+  fd: number;
+  /** `mnt:[<inode>]`, as /proc/<pid>/ns/mnt reads. */
+  name: string;
+  close(): void;
+}
+
+/** Holds the mount namespace of `pid` open; with `expected`, fails unless it is that one. */
+export function pinMountNamespace(pid: number, expected?: string): NamespacePin {
+  const fd = openSync(`/proc/${pid}/ns/mnt`, 'r');
+  const name = readlinkSync(`/proc/self/fd/${fd}`);
+  let open = true;
+  const close = () => {
+    if (open) closeSync(fd);
+    open = false;
+  };
+  if (expected !== undefined && name !== expected) {
+    close();
+    throw new Error(`process ${pid} is in ${name}, not ${expected}`);
+  }
+  return { fd, name, close };
+}
+
+/**
+ * Cleans up once this process is gone, however it died. Kill it on a clean stop. It holds `pin`
+ * (the node's mount namespace) as its fd 3 until it exits, so the name it looks for stays the node's.
+ */
+export function startCleanupWatchdog(target: CleanupTarget, pin: NamespacePin): ChildProcess {
+  const watchdog = spawn('sh', args(String(process.pid), target), {
+    stdio: ['ignore', 'ignore', 'ignore', pin.fd],
+    detached: true,
+  });
   watchdog.unref();
   return watchdog;
 }
 
-/** What a node left on the machine (for tests and the sweep): empty when nothing. */
+/**
+ * What a node left on the machine (for tests and the sweep): empty when nothing. Its processes are
+ * found by `target.mountNamespace`, which names the node's namespace only while someone holds
+ * it (pinMountNamespace); unpinned, a later namespace of another node may bear the name.
+ */
 export function leftovers(target: CleanupTarget): string[] {
   const found = spawnSync(
     'sh',

@@ -99,12 +99,14 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
     throw error;
   });
   const target: CleanupTarget = {
-    mountNamespace: sandbox.mountNamespace,
+    mountNamespace: sandbox.mountNamespace.name,
     cgroupName,
     hostInterface: addresses.hostInterface,
     workDir,
   };
-  const watchdog = startCleanupWatchdog(target);
+  const watchdog = startCleanupWatchdog(target, sandbox.mountNamespace);
+  /** Processes still in the node's namespace at the end of stop, found while it was pinned. */
+  let processesLeft: string[] | undefined;
   const running: ManagedProcess[] = [];
   let relay: { port: number; close(): Promise<void> } | undefined;
   let releaseAdvertised: (() => Promise<void>) | undefined;
@@ -120,11 +122,18 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
     for (const child of [...running].reverse()) await child.stop(5_000);
     cleanupNow(target);
     watchdog.kill();
+    // No process can enter the namespace from here (none is left in it, and only we hold it), so
+    // what is left now is left for good; after close its name may be another node's.
+    processesLeft = leftovers(target).filter((line) => line.startsWith('process '));
+    sandbox.mountNamespace.close();
     await core.deleteNode({ name }).catch(() => undefined);
   };
   const onExit = () => {
     for (const child of running) child.killNow();
     cleanupNow(target);
+    // Else the watchdog, seeing this process gone, would clean up again: by then another node
+    // may have taken this one's index, directory and cgroup names.
+    watchdog.kill();
   };
   process.on('exit', onExit);
   const logTails = (lines = 30) =>
@@ -254,7 +263,10 @@ export async function startKubeletNode(options: KubeletNodeOptions): Promise<Kub
       importImage: (tarPath) => importImage(sandbox.pid, binaries.ctr, tarPath),
       logTails,
       cleanupTarget: target,
-      leftovers: () => leftovers(target),
+      leftovers: () =>
+        processesLeft === undefined
+          ? leftovers(target)
+          : [...processesLeft, ...leftovers(target).filter((line) => !line.startsWith('process '))],
       stop,
     };
   } catch (error) {

@@ -19,12 +19,12 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
-  readlinkSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from '../control-plane/wait.js';
+import { pinMountNamespace, type NamespacePin } from './cleanup.js';
 
 /** What kubelet's setupKernelTunables wants; with protectKernelDefaults it only checks them. */
 const kernelDefaults: Record<string, string> = {
@@ -55,8 +55,11 @@ exec sleep infinity`;
 export interface NodeSandbox {
   /** The holder's PID: `nsenter --target <pid> --net --mount` enters the node. */
   pid: number;
-  /** `mnt:[<inode>]`: every process of the node (shims too) shows it in /proc/<pid>/ns/mnt. */
-  mountNamespace: string;
+  /**
+   * The node's mount namespace, held open (cleanup.ts says why): every process of the node (shims
+   * too) shows its name, `mnt:[<inode>]`, in /proc/<pid>/ns/mnt.
+   */
+  mountNamespace: NamespacePin;
 }
 
 /** Starts the holder and waits until its mounts are in place. */
@@ -89,7 +92,7 @@ export async function startSandbox(workDir: string): Promise<NodeSandbox> {
     intervalMs: 20,
     abortIf: () => (holder.exitCode !== null ? `unshare exited with ${holder.exitCode}` : undefined),
   });
-  return { pid, mountNamespace: readlinkSync(`/proc/${pid}/ns/mnt`) };
+  return { pid, mountNamespace: pinMountNamespace(pid) };
 }
 
 /** The cgroup v1 hierarchies (plus the unified one of a hybrid mount) under /sys/fs/cgroup. */

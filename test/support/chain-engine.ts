@@ -241,11 +241,13 @@ async function podLog(kubeConfig: KubeConfig, service: string, container?: strin
   });
   const pod = pods.items.find((p) => p.status?.phase === 'Running');
   if (!pod?.metadata?.name) throw new Error(`no running ${service} pod in ${stackNamespace}`);
-  return core.readNamespacedPodLog({
-    namespace: stackNamespace,
-    name: pod.metadata.name,
-    ...(container ? { container } : {}),
-  });
+  const read = { namespace: stackNamespace, name: pod.metadata.name, ...(container ? { container } : {}) };
+  // A container that restarted wrote its earlier lines to the previous log (kubectl logs --previous).
+  const status = pod.status?.containerStatuses?.find((c) => (container ? c.name === container : true));
+  const previous = status?.restartCount
+    ? await core.readNamespacedPodLog({ ...read, previous: true }).catch(() => '')
+    : '';
+  return (previous ? `${previous}\n` : '') + (await core.readNamespacedPodLog(read));
 }
 
 /**

@@ -5,11 +5,11 @@
  * PID 1 inherited, the pod's container), its cgroups, its veth and its directory are gone. Root only.
  */
 import { spawn } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from '@jest/globals';
-import { leftovers, type CleanupTarget } from '../../../local/kubelet-node/index.js';
+import { leftovers, pinMountNamespace, type CleanupTarget } from '../../../local/kubelet-node/index.js';
 import { repoRoot } from '../../../local/control-plane/repo-root.js';
 import { builtCli } from '../../e2e/support/built-cli.js';
 import { until } from '../../support/processes.js';
@@ -43,16 +43,20 @@ await core.createNamespacedPod({ namespace, body: { metadata: { name: 'sleeper' 
   containers: [{ name: 'main', image: busyboxImage, imagePullPolicy: 'Never', command: ['sleep', '300'] }] } } });
 await waitFor(async () => (await core.readNamespacedPod({ name: 'sleeper', namespace })).status?.phase === 'Running' ? true : undefined,
   { what: 'pod sleeper Running', timeoutMs: 60000 });
-console.log(JSON.stringify(node.cleanupTarget));
+console.log(JSON.stringify({ ...node.cleanupTarget, sandboxPid: node.sandboxPid }));
 setInterval(() => {}, 1000);
 `,
     );
     const runner = spawn(process.execPath, [runnerPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let pin: { close(): void } | undefined;
     try {
       let out = '';
       runner.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       await until(() => out.includes('\n'), 'the runner to start the node and its pod', 240_000);
-      const target = JSON.parse(out.split('\n')[0] ?? '{}') as CleanupTarget;
+      const target = JSON.parse(out.split('\n')[0] ?? '{}') as CleanupTarget & { sandboxPid: number };
+      // Held so that the name keeps meaning this node's namespace after its processes die
+      // (cleanup.ts: the next namespace on the machine would take it).
+      pin = pinMountNamespace(target.sandboxPid, target.mountNamespace);
       const before = leftovers(target);
       // containerd, kubelet, kube-proxy, the holder and two shims (sandbox, container) at least.
       expect(before.filter((line) => line.startsWith('process ')).length).toBeGreaterThanOrEqual(5);
@@ -62,8 +66,38 @@ setInterval(() => {}, 1000);
       runner.kill('SIGKILL');
       await until(() => leftovers(target).length === 0, 'the crash clean-up', 30_000);
     } finally {
+      pin?.close();
       runner.kill('SIGKILL');
       rmSync(runnerPath, { force: true });
     }
   }, 300_000);
+
+  it('holds a namespace name while pinned: a namespace made after its processes died gets another', async () => {
+    const own = readlinkSync('/proc/self/ns/mnt');
+    const inNamespace = (child: ReturnType<typeof spawn>) =>
+      until(
+        () => child.pid !== undefined && readlinkSync(`/proc/${child.pid}/ns/mnt`) !== own,
+        'unshare to enter its namespace',
+        10_000,
+      );
+    const first = spawn('unshare', ['--mount', 'sleep', '60'], { stdio: 'ignore' });
+    await inNamespace(first);
+    const pin = pinMountNamespace(first.pid ?? 0);
+    const next: ReturnType<typeof spawn>[] = [];
+    try {
+      first.kill('SIGKILL');
+      await until(() => first.exitCode !== null || first.signalCode !== null, 'the first to die', 10_000);
+      for (let i = 0; i < 5; i++) {
+        const child = spawn('unshare', ['--mount', 'sleep', '60'], { stdio: 'ignore' });
+        next.push(child);
+        await inNamespace(child);
+        expect(readlinkSync(`/proc/${child.pid}/ns/mnt`)).not.toBe(pin.name);
+      }
+      expect(() => pinMountNamespace(next[0]?.pid ?? 0, pin.name)).toThrow(/not mnt:/);
+    } finally {
+      pin.close();
+      first.kill('SIGKILL');
+      for (const child of next) child.kill('SIGKILL');
+    }
+  });
 });

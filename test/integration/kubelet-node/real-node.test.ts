@@ -7,7 +7,8 @@
  * rules carry a ClusterIP, the kernel's memory cgroup kills a container, kube-apiserver streams a
  * log from the kubelet. Root only (namespaces, cgroups, mounts): otherwise it skips, saying why.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -20,6 +21,7 @@ import {
   writeBusyboxImage,
   type KubeletNode,
 } from '../../../local/kubelet-node/index.js';
+import { until } from '../../support/processes.js';
 
 const notRoot = process.getuid?.() !== 0;
 if (notRoot)
@@ -356,6 +358,26 @@ describeAsRoot('the real node (containerd + kubelet + kube-proxy)', () => {
     await running.stop();
     node = undefined;
     expect(running.leftovers()).toEqual([]);
+    // The node's namespace name is free again: the kernel gives the lowest free number to the next
+    // namespace made (here likely one of these), which is not the node's and is no leftover of it.
+    const strangers = Array.from({ length: 5 }, () =>
+      spawn('unshare', ['--mount', 'sleep', '60'], { stdio: 'ignore' }),
+    );
+    try {
+      const own = readlinkSync('/proc/self/ns/mnt');
+      await until(
+        () => strangers.every((p) => p.pid && readlinkSync(`/proc/${p.pid}/ns/mnt`) !== own),
+        'the strangers in namespaces of their own',
+        10_000,
+      );
+      const names = strangers.map((p) => readlinkSync(`/proc/${p.pid}/ns/mnt`));
+      process.stderr.write(
+        `[kubelet-node] stopped node's namespace ${running.cleanupTarget.mountNamespace}; strangers' ${names.join(' ')}\n`,
+      );
+      expect(running.leftovers()).toEqual([]);
+    } finally {
+      for (const stranger of strangers) stranger.kill('SIGKILL');
+    }
     await expect(apis().core.readNode({ name: running.name })).rejects.toThrow();
   }, 120_000);
 });
