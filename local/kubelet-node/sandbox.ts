@@ -14,14 +14,7 @@
  * over the /proc/sys entries it checks (protectKernelDefaults): the machine's settings stay as they are.
  */
 import { spawn } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from '../control-plane/wait.js';
 import { pinMountNamespace, type NamespacePin } from './cleanup.js';
