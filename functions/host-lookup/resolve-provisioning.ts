@@ -287,23 +287,20 @@ async function recordWaiting(
   const ref = provisioningRef(live);
   const step = ProvisioningCondition.hostsResolved;
   const reason = Reason.WaitingForProvisioning;
-  const result = await applyConditions(
-    clients,
-    provisioningTarget(ref.namespace, ref.name),
+  const result = await applyConditions(clients, provisioningTarget(ref.namespace, ref.name), {
     ref,
-    {
-      conditions: [
-        { type: step, status: 'Unknown', reason, message },
-        { type: ProvisioningCondition.ready, status: 'Unknown', reason, message },
-      ],
-      fields,
-      alreadyDone: (conditions) => {
-        const current = conditionFor(conditions, step, ref.generation);
-        return current?.status === 'Unknown' && current.reason === reason && current.message === message;
-      },
+    conditions: [
+      { type: step, status: 'Unknown', reason, message },
+      { type: ProvisioningCondition.ready, status: 'Unknown', reason, message },
+    ],
+    fields,
+    alreadyDone: (conditions) => {
+      const current = conditionFor(conditions, step, ref.generation);
+      return current?.status === 'Unknown' && current.reason === reason && current.message === message;
     },
-    { manager: fieldManagerFor(context.functionName), live },
-  );
+    manager: fieldManagerFor(context.functionName),
+    live,
+  });
   if (result.outcome === 'written')
     await recordEvent(
       clients,

@@ -153,20 +153,17 @@ export async function completeJob(
   };
   if (state === 'failed') {
     // The pod, its last lines and the nodes first, then the failure that points to them.
-    await applyConditions(
-      clients,
-      provisioningTarget(ref.namespace, ref.name),
+    await applyConditions(clients, provisioningTarget(ref.namespace, ref.name), {
       ref,
-      {
-        conditions: [],
-        fields: withNodes,
-        alreadyDone: (_conditions, fresh) =>
-          Object.entries(withNodes(fresh)).every(([key, value]) =>
-            isDeepStrictEqual(fresh.status?.[key], value),
-          ),
-      },
-      { manager: functionManager, live },
-    );
+      conditions: [],
+      fields: withNodes,
+      alreadyDone: (_conditions, fresh) =>
+        Object.entries(withNodes(fresh)).every(([key, value]) =>
+          isDeepStrictEqual(fresh.status?.[key], value),
+        ),
+      manager: functionManager,
+      live,
+    });
     // The pod gone (its log with it): what the reads while it ran recorded.
     const failedHosts = failedNodesSummary(withNodes(live).nodes ?? recordedNodes(live));
     const event = await failProvisioning(

@@ -135,25 +135,21 @@ export async function advanceDeletion(
       log.warn('cleanup Job could not be created', { cluster, error: String(error) });
     }
   }
-  await applyConditions(
-    clients,
-    target,
+  await applyConditions(clients, target, {
     ref,
-    {
-      conditions: [
-        {
-          type: ProvisioningCondition.ready,
-          status: 'Unknown',
-          reason: Reason.Deleting,
-          message: running
-            ? `Deleting: cleanup Job ${cleanupJobName(cluster)} removes /opt/kud/multi-cluster/${cluster} (at most ${config.CLEANUP_TIMEOUT_SECONDS} s)`
-            : `Deleting: the cleanup Job ${cleanupJobName(cluster)} cannot be created${foreign ? ` (a Job of that name in ${functionsNamespace} was not created for this Provisioning)` : ''}; the finalizer goes after ${config.CLEANUP_TIMEOUT_SECONDS} s`,
-        },
-      ],
-      alreadyDone: (conditions) =>
-        conditions.some((c) => c.type === ProvisioningCondition.ready && c.reason === Reason.Deleting),
-    },
-    { manager: functionManager },
-  );
+    conditions: [
+      {
+        type: ProvisioningCondition.ready,
+        status: 'Unknown',
+        reason: Reason.Deleting,
+        message: running
+          ? `Deleting: cleanup Job ${cleanupJobName(cluster)} removes /opt/kud/multi-cluster/${cluster} (at most ${config.CLEANUP_TIMEOUT_SECONDS} s)`
+          : `Deleting: the cleanup Job ${cleanupJobName(cluster)} cannot be created${foreign ? ` (a Job of that name in ${functionsNamespace} was not created for this Provisioning)` : ''}; the finalizer goes after ${config.CLEANUP_TIMEOUT_SECONDS} s`,
+      },
+    ],
+    alreadyDone: (conditions) =>
+      conditions.some((c) => c.type === ProvisioningCondition.ready && c.reason === Reason.Deleting),
+    manager: functionManager,
+  });
   return 'cleaning';
 }

@@ -123,20 +123,16 @@ export async function advanceKubeconfig(
     message: string,
     fields?: Record<string, unknown>,
   ) => {
-    const result = await applyConditions(
-      clients,
-      target,
+    const result = await applyConditions(clients, target, {
       ref,
-      {
-        conditions: [{ type: step, status, reason, message }],
-        ...(fields ? { fields } : {}),
-        alreadyDone: (conditions) => {
-          const current = conditionFor(conditions, step, ref.generation);
-          return current?.reason === reason && current.message === message;
-        },
+      conditions: [{ type: step, status, reason, message }],
+      ...(fields ? { fields } : {}),
+      alreadyDone: (conditions) => {
+        const current = conditionFor(conditions, step, ref.generation);
+        return current?.reason === reason && current.message === message;
       },
-      { manager: functionManager },
-    );
+      manager: functionManager,
+    });
     if (result.outcome === 'written' && status !== 'Unknown')
       await recordEvent(
         clients,

@@ -178,7 +178,7 @@ export async function launchJob(
     const fresh = decideLaunch(existing, wanted);
     if (path?.kind === 'remove-node' && (fresh === 'create' || fresh === 'replace'))
       await drainNodes(clients, live, owner, cluster, path.nodes, context.log);
-    launch = await createOrReplace(clients, desired, wanted, writeMounted);
+    launch = await createOrReplace(clients, desired, existing, wanted, writeMounted);
   } catch (error) {
     const refusal = refusalOf(error, step, Reason.JobRefused);
     if (!refusal) throw error;
@@ -190,16 +190,13 @@ export async function launchJob(
 
   if (launch.outcome === 'blocked') {
     const message = `Job ${jobName} is still running another launch (hash ${jobLaunchHash(launch.job) ?? 'unknown'}); it is left alone and replaced once it finishes`;
-    const result = await applyConditions(
-      clients,
-      target,
+    const result = await applyConditions(clients, target, {
       ref,
-      {
-        conditions: [{ type: step, status: 'False', reason: Reason.PreviousJobRunning, message }],
-        alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
-      },
-      { manager, live: base },
-    );
+      conditions: [{ type: step, status: 'False', reason: Reason.PreviousJobRunning, message }],
+      alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
+      manager,
+      live: base,
+    });
     if (result.outcome === 'written')
       await recordEvent(
         clients,
@@ -219,26 +216,22 @@ export async function launchJob(
     launch.outcome === 'exists'
       ? `KUD installer Job ${jobName} already exists for launch hash ${hash} (inventory sha256 ${inventorySha256})`
       : `KUD installer Job ${jobName} ${launch.outcome} for launch hash ${hash} (inventory sha256 ${inventorySha256}): ${doing}`;
-  const result = await applyConditions(
-    clients,
-    target,
+  const result = await applyConditions(clients, target, {
     ref,
-    {
-      conditions: [
-        { type: step, status: 'True', reason: Reason.JobLaunched, message },
-        {
-          type: ProvisioningCondition.ready,
-          status: 'Unknown',
-          reason: Reason.Provisioning,
-          message: `KUD installer Job ${jobName} is running: ${doing}`,
-        },
-      ],
-      fields: { jobName },
-      alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
-    },
-    // Server-side apply as bpa-kud-job-launch (shared/k8s/status-apply.ts).
+    conditions: [
+      { type: step, status: 'True', reason: Reason.JobLaunched, message },
+      {
+        type: ProvisioningCondition.ready,
+        status: 'Unknown',
+        reason: Reason.Provisioning,
+        message: `KUD installer Job ${jobName} is running: ${doing}`,
+      },
+    ],
+    fields: { jobName },
+    alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
+    ...// Server-side apply as bpa-kud-job-launch (shared/k8s/status-apply.ts).
     { manager, live: base },
-  );
+  });
   context.log.info('KUD Job launch', { jobName, launch: launch.outcome, status: result.outcome });
   if (result.outcome !== 'written') return undefined;
 
@@ -317,15 +310,16 @@ function desiredJob(
  * Contract sections 5 and 10 (shared by launch-decision.ts): the same launch → the existing Job
  * is success; another launch and finished → replaced (deleted, then created again); another
  * launch still running → left alone; a Job the functions did not create → ObjectConflict.
+ * `present` is the Job as the step read it (its plan came from it): a Job created or deleted
+ * since shows in the create's 409 or the delete's precondition.
  */
 async function createOrReplace(
   clients: KubeClients,
   desired: V1Job,
+  present: V1Job | undefined,
   wanted: WantedLaunch,
   beforeCreate: () => Promise<void>,
 ): Promise<Launch> {
-  const namespace = desired.metadata?.namespace ?? '';
-  const present = await readJob(clients, namespace, desired.metadata?.name ?? '');
   let existing: V1Job;
   if (!present) {
     await beforeCreate();

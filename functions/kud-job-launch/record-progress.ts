@@ -82,18 +82,14 @@ export async function recordProgress(clients: KubeClients, item: StoredObject, j
     return nodes ? { job: progress, nodes } : { job: progress };
   };
   const ref = provisioningRef(item);
-  await applyConditions(
-    clients,
-    provisioningTarget(ref.namespace, ref.name),
+  await applyConditions(clients, provisioningTarget(ref.namespace, ref.name), {
     ref,
-    {
-      conditions: [],
-      fields,
-      // A completion recorded meanwhile wins: its status is not overwritten with a running Job's.
-      alreadyDone: (_conditions, fresh) =>
-        !awaited(fresh) ||
-        Object.entries(fields(fresh)).every(([key, value]) => isDeepStrictEqual(fresh.status?.[key], value)),
-    },
-    { manager: functionManager },
-  );
+    conditions: [],
+    fields,
+    // A completion recorded meanwhile wins: its status is not overwritten with a running Job's.
+    alreadyDone: (_conditions, fresh) =>
+      !awaited(fresh) ||
+      Object.entries(fields(fresh)).every(([key, value]) => isDeepStrictEqual(fresh.status?.[key], value)),
+    manager: functionManager,
+  });
 }

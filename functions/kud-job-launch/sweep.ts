@@ -106,21 +106,18 @@ async function relaunchMissing(
   const ref = provisioningRef(item);
   const name = String(item.status?.jobName);
   const message = `Job ${name} disappeared while the Provisioning waited for it; a new Job is launched for generation ${ref.generation}`;
-  const result = await applyConditions(
-    clients,
-    provisioningTarget(ref.namespace, ref.name),
+  const result = await applyConditions(clients, provisioningTarget(ref.namespace, ref.name), {
     ref,
-    {
-      conditions: [
-        { type: ProvisioningCondition.kudInstalled, status: 'False', reason: Reason.JobMissing, message },
-        // Not launched any more: the launch below (or the next sweep) launches again.
-        { type: ProvisioningCondition.jobLaunched, status: 'Unknown', reason: Reason.JobMissing, message },
-        { type: ProvisioningCondition.ready, status: 'Unknown', reason: Reason.JobMissing, message },
-      ],
-      fields: { job: undefined },
-    },
-    { manager: functionManager, live: item },
-  );
+    conditions: [
+      { type: ProvisioningCondition.kudInstalled, status: 'False', reason: Reason.JobMissing, message },
+      // Not launched any more: the launch below (or the next sweep) launches again.
+      { type: ProvisioningCondition.jobLaunched, status: 'Unknown', reason: Reason.JobMissing, message },
+      { type: ProvisioningCondition.ready, status: 'Unknown', reason: Reason.JobMissing, message },
+    ],
+    fields: { job: undefined },
+    manager: functionManager,
+    live: item,
+  });
   if (result.outcome !== 'written') return undefined;
   await recordEvent(
     clients,

@@ -11,7 +11,7 @@ import type { KubeClients } from '../../shared/k8s/clients.js';
 import { completeStep, reportFailure, type Failure } from '../../shared/k8s/step-report.js';
 import { softwaresResource } from '../../shared/k8s/resources.js';
 import type { StatusTarget } from '../../shared/k8s/custom-objects.js';
-import type { ObjectIdentity, StoredObject } from '../../shared/k8s/stored-object.js';
+import { resourceRefOf, type ObjectIdentity, type StoredObject } from '../../shared/k8s/stored-object.js';
 
 /** Software condition types (contract section 8). */
 export const SoftwareCondition = { installed: 'Installed', ready: 'Ready' } as const;
@@ -22,14 +22,8 @@ export const softwareTarget = (namespace: string, name: string): StatusTarget =>
   name,
 });
 
-export function softwareRef(object: StoredObject): ResourceRef {
-  return {
-    namespace: object.metadata.namespace ?? 'default',
-    name: object.metadata.name,
-    uid: object.metadata.uid ?? '',
-    generation: object.metadata.generation ?? 0,
-  };
-}
+/** The ResourceRef software events carry for this generation of a Software. */
+export const softwareRef = resourceRefOf;
 
 export const softwareIdentity = (ref: ResourceRef): ObjectIdentity => ({
   apiVersion: provisioningApiVersion,

@@ -61,19 +61,15 @@ export async function startInstallJob(
   }
   const message = `Installing on ${hostCount} host${hostCount === 1 ? '' : 's'} in Job ${jobName}`;
   // Read again before the apply: recording the run's objects (status.ownedObjects) wrote since the claim.
-  await applyConditions(
-    clients,
-    softwareTarget(ref.namespace, ref.name),
+  await applyConditions(clients, softwareTarget(ref.namespace, ref.name), {
     ref,
-    {
-      conditions: [
-        { type: SoftwareCondition.installed, status: 'Unknown', reason: Reason.Installing, message },
-        { type: SoftwareCondition.ready, status: 'Unknown', reason: Reason.Installing, message },
-      ],
-      fields: { installJob: jobName },
-    },
-    { manager: functionManager },
-  );
+    conditions: [
+      { type: SoftwareCondition.installed, status: 'Unknown', reason: Reason.Installing, message },
+      { type: SoftwareCondition.ready, status: 'Unknown', reason: Reason.Installing, message },
+    ],
+    fields: { installJob: jobName },
+    manager: functionManager,
+  });
   await recordEvent(
     clients,
     {

@@ -22,20 +22,17 @@ export async function waitForCluster(
   const message =
     why ??
     `Waiting for cluster ${cluster}: its ConfigMap ${clusterConfigMapName(cluster)} (label cluster=${cluster}) does not exist yet; the install starts when the cluster is ready`;
-  const result = await applyConditions(
-    clients,
-    softwareTarget(ref.namespace, ref.name),
+  const result = await applyConditions(clients, softwareTarget(ref.namespace, ref.name), {
     ref,
-    {
-      conditions: [
-        { type: SoftwareCondition.installed, status: 'Unknown', reason: Reason.ClusterNotReady, message },
-        { type: SoftwareCondition.ready, status: 'False', reason: Reason.ClusterNotReady, message },
-      ],
-      alreadyDone: (conditions) =>
-        conditionFor(conditions, SoftwareCondition.ready, ref.generation)?.reason === Reason.ClusterNotReady,
-    },
-    { manager: functionManager, live },
-  );
+    conditions: [
+      { type: SoftwareCondition.installed, status: 'Unknown', reason: Reason.ClusterNotReady, message },
+      { type: SoftwareCondition.ready, status: 'False', reason: Reason.ClusterNotReady, message },
+    ],
+    alreadyDone: (conditions) =>
+      conditionFor(conditions, SoftwareCondition.ready, ref.generation)?.reason === Reason.ClusterNotReady,
+    manager: functionManager,
+    live,
+  });
   if (result.outcome === 'written')
     await recordEvent(
       clients,

@@ -44,6 +44,9 @@ export async function claimClusterName(
 ): Promise<ClaimOutcome> {
   const api = leasesOf(clients);
   const name = clusterClaimName(cluster);
+  // A new Provisioning's name is most often free: create first, and read only when a claim
+  // exists (409), which saves a GET per Provisioning (issue 26: API requests per Provisioning).
+  if (await createClaim(api, functionsNamespace, cluster, me)) return { kind: 'mine' };
   for (let attempt = 1; attempt <= 3; attempt++) {
     const claim = await readClaim(api, functionsNamespace, cluster);
     const holder = claimHolderOf(claim);
@@ -64,21 +67,32 @@ export async function claimClusterName(
           throw classifyApiError(error, `delete Lease ${functionsNamespace}/${name}`);
       }
     }
-    try {
-      await api.createNamespacedLease({
-        namespace: functionsNamespace,
-        body: buildClusterClaim(functionsNamespace, cluster, me),
-      });
-      return { kind: 'mine' };
-    } catch (error) {
-      if (!isConflict(error)) throw classifyApiError(error, `create Lease ${functionsNamespace}/${name}`);
-      // Someone else created it first: read again and judge.
-    }
+    if (await createClaim(api, functionsNamespace, cluster, me)) return { kind: 'mine' };
+    // Someone else created it first: read again and judge.
   }
   throw transient(
     'ClusterClaimConflict',
     `The claim of cluster name ${cluster} kept changing; it is tried again`,
   );
+}
+
+/** Creates the claim: true when it is now `me`'s, false when a claim of that name exists (409). */
+async function createClaim(
+  api: CoordinationV1Api,
+  functionsNamespace: string,
+  cluster: string,
+  me: ClaimHolder,
+): Promise<boolean> {
+  try {
+    await api.createNamespacedLease({
+      namespace: functionsNamespace,
+      body: buildClusterClaim(functionsNamespace, cluster, me),
+    });
+    return true;
+  } catch (error) {
+    if (isConflict(error)) return false;
+    throw classifyApiError(error, `create Lease ${functionsNamespace}/${clusterClaimName(cluster)}`);
+  }
 }
 
 /** Gives the name up if `me` holds it (a claim of another holder is never touched). */

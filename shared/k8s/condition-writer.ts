@@ -44,9 +44,14 @@ export interface ApplyBase {
   merge?: (fresh: StoredObject) => Record<string, Record<string, unknown>>;
 }
 
+/** One condition apply: for which generation, what, and who writes it on which read. */
+export interface ConditionApply extends ConditionChange, ApplyBase {
+  ref: GenerationRef;
+}
+
 /**
  * Sets conditions (and other status fields) for one generation of an object, by server-side
- * apply as `base.manager` (status-apply.ts applyStatusDecided): decided on the object the step
+ * apply as `apply.manager` (status-apply.ts applyStatusDecided): decided on the object the step
  * read (or a fresh read), so a 409 (someone wrote since that read) reads again and decides again.
  * Nothing is written when the object moved to another generation or when `alreadyDone` says the
  * work is recorded.
@@ -54,32 +59,31 @@ export interface ApplyBase {
 export async function applyConditions(
   clients: KubeClients,
   target: StatusTarget,
-  ref: GenerationRef,
-  change: ConditionChange,
-  base: ApplyBase,
+  apply: ConditionApply,
   now: () => Date = () => new Date(),
   maxAttempts = 5,
 ): Promise<ConditionWriteResult> {
+  const { ref } = apply;
   let verdict: 'stale' | 'already-done' = 'already-done';
   const result = await applyStatusDecided(
     clients,
     target,
-    base.manager,
+    apply.manager,
     (fresh) => {
       if (!isCurrent(fresh, ref)) {
         verdict = 'stale';
         return undefined;
       }
       verdict = 'already-done';
-      if (change.alreadyDone?.(conditionsOf(fresh), fresh)) return undefined;
-      const fields = typeof change.fields === 'function' ? change.fields(fresh) : change.fields;
+      if (apply.alreadyDone?.(conditionsOf(fresh), fresh)) return undefined;
+      const fields = typeof apply.fields === 'function' ? apply.fields(fresh) : apply.fields;
       return {
-        conditions: change.conditions.map((update) => ({ ...update, observedGeneration: ref.generation })),
+        conditions: apply.conditions.map((update) => ({ ...update, observedGeneration: ref.generation })),
         ...(fields ? { fields } : {}),
-        ...(base.merge ? { merge: base.merge(fresh) } : {}),
+        ...(apply.merge ? { merge: apply.merge(fresh) } : {}),
       };
     },
-    { ...(base.live ? { first: base.live } : {}), maxAttempts, now },
+    { ...(apply.live ? { first: apply.live } : {}), maxAttempts, now },
   );
   if (result.outcome === 'unchanged') return { outcome: verdict, object: result.object };
   return result;

@@ -68,17 +68,21 @@ export async function upsertConfigMap(
   const name = desired.metadata?.name ?? '';
   const namespace = desired.metadata?.namespace ?? '';
   const what = `ConfigMap ${namespace}/${name}`;
+  // The chain writes each ConfigMap new far more often than again: create first, and read only
+  // when it exists (409), which saves a GET per write (issue 26: API requests per Provisioning).
+  let read = false;
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-    const stored = await readOrUndefined(`read ${what}`, () =>
-      clients.core.readNamespacedConfigMap({ name, namespace }),
-    );
+    const stored = read
+      ? await readOrUndefined(`read ${what}`, () => clients.core.readNamespacedConfigMap({ name, namespace }))
+      : undefined;
     if (!stored) {
       try {
         const configMap = await clients.core.createNamespacedConfigMap({ namespace, body: desired });
         return { outcome: 'created', configMap };
       } catch (error) {
-        if (isConflict(error)) continue; // created meanwhile: compare on the next round
-        throw classifyApiError(error, `create ${what}`);
+        if (!isConflict(error)) throw classifyApiError(error, `create ${what}`);
+        read = true; // it exists: read and compare on the next round
+        continue;
       }
     }
     const refused = ownership && ownershipError('ConfigMap', stored, ownership);

@@ -124,29 +124,26 @@ export async function pauseGate(
   // for a new generation (the spec changed while paused) is no new transition.
   let turned = false;
   // Applied as the reporting function's manager on the object just read (no second read).
-  const result = await applyConditions(
-    clients,
-    target,
-    { uid: live.metadata.uid, generation },
-    {
-      conditions: [
-        pausing
-          ? { type: PausedCondition, status: 'True', reason: Reason.Paused, message: pausedMessage }
-          : { type: PausedCondition, status: 'False', reason: Reason.Resumed, message: resumedMessage },
-      ],
-      alreadyDone: (conditions, fresh) => {
-        turned = false;
-        const recorded = findCondition(conditions, PausedCondition);
-        // Decided again on the fresh object: the annotation may have moved since `live`.
-        if (isPaused(fresh) !== pausing) return true;
-        turned = (recorded?.status === 'True') !== pausing;
-        return pausing
-          ? recorded?.status === 'True' && recorded.observedGeneration === generation
-          : recorded?.status !== 'True';
-      },
+  const result = await applyConditions(clients, target, {
+    ref: { uid: live.metadata.uid, generation },
+    conditions: [
+      pausing
+        ? { type: PausedCondition, status: 'True', reason: Reason.Paused, message: pausedMessage }
+        : { type: PausedCondition, status: 'False', reason: Reason.Resumed, message: resumedMessage },
+    ],
+    alreadyDone: (conditions, fresh) => {
+      turned = false;
+      const recorded = findCondition(conditions, PausedCondition);
+      // Decided again on the fresh object: the annotation may have moved since `live`.
+      if (isPaused(fresh) !== pausing) return true;
+      turned = (recorded?.status === 'True') !== pausing;
+      return pausing
+        ? recorded?.status === 'True' && recorded.observedGeneration === generation
+        : recorded?.status !== 'True';
     },
-    { manager: fieldManagerFor(options.component), live },
-  );
+    manager: fieldManagerFor(options.component),
+    live,
+  });
   if (result.outcome === 'written' && turned) {
     options.log?.info(pausing ? 'paused' : 'resumed', { object: where, annotation: pausedAnnotation });
     await recordEvent(

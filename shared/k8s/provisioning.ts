@@ -9,7 +9,7 @@ import { provisioningsResource } from './resources.js';
 import { getCustomObject } from './custom-objects.js';
 import { recordedBy, replyIdFor } from './step-causes.js';
 import type { StatusTarget } from './custom-objects.js';
-import type { ObjectIdentity, StoredObject } from './stored-object.js';
+import { resourceRefOf, type ObjectIdentity, type StoredObject } from './stored-object.js';
 
 /** Provisioning condition types (contract section 8). */
 export const ProvisioningCondition = {
@@ -38,14 +38,7 @@ export const readProvisioning = (clients: KubeClients, namespace: string, name: 
   getCustomObject(clients, provisioningTarget(namespace, name));
 
 /** The ResourceRef chain events carry for this generation of a Provisioning. */
-export function provisioningRef(object: StoredObject): ResourceRef {
-  return {
-    namespace: object.metadata.namespace ?? 'default',
-    name: object.metadata.name,
-    uid: object.metadata.uid ?? '',
-    generation: object.metadata.generation ?? 0,
-  };
-}
+export const provisioningRef = resourceRefOf;
 
 export function provisioningIdentity(ref: ResourceRef): ObjectIdentity {
   return {

@@ -25,27 +25,23 @@ export async function recordRetrying(
   if (httpStatusFor(error) < 500) return;
   const { reason, message } = describeError(error);
   try {
-    await applyConditions(
-      clients,
-      target,
+    await applyConditions(clients, target, {
       ref,
-      {
-        conditions: [
-          {
-            type: conditionType,
-            status: 'Unknown',
-            reason,
-            message: `${message} (will be retried)`,
-          },
-        ],
-        alreadyDone: (conditions) =>
-          conditions.some(
-            (c) =>
-              c.type === conditionType && c.observedGeneration === ref.generation && c.status !== 'Unknown',
-          ),
-      },
-      { manager },
-    );
+      conditions: [
+        {
+          type: conditionType,
+          status: 'Unknown',
+          reason,
+          message: `${message} (will be retried)`,
+        },
+      ],
+      alreadyDone: (conditions) =>
+        conditions.some(
+          (c) =>
+            c.type === conditionType && c.observedGeneration === ref.generation && c.status !== 'Unknown',
+        ),
+      manager,
+    });
   } catch (writeError) {
     log.warn('could not record the transient failure on status', {
       reason,

@@ -147,7 +147,9 @@ async function writeStep(
   change: Omit<ConditionChange, 'fields'>,
 ): Promise<ConditionWriteResult> {
   const full = { ...change, fields: report.fields };
-  const result = await applyConditions(clients, report.target, report.ref, full, {
+  const result = await applyConditions(clients, report.target, {
+    ref: report.ref,
+    ...full,
     manager: report.manager ?? fieldManagerFor(report.component),
     ...(report.live ? { live: report.live } : {}),
     // The success's cause (completeStep) merged into the manager's own causes (another step's

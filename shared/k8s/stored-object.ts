@@ -1,3 +1,5 @@
+import type { ResourceRef } from '../events/types.js';
+
 /** A namespaced object as the API server returns it: what every helper here relies on. */
 export interface StoredObject {
   apiVersion?: string;
@@ -23,6 +25,16 @@ export interface StoredObject {
   spec?: unknown;
   status?: Record<string, unknown>;
   [key: string]: unknown;
+}
+
+/** The ResourceRef chain events carry for this generation of an object (Provisioning, Software). */
+export function resourceRefOf(object: StoredObject): ResourceRef {
+  return {
+    namespace: object.metadata.namespace ?? 'default',
+    name: object.metadata.name,
+    uid: object.metadata.uid ?? '',
+    generation: object.metadata.generation ?? 0,
+  };
 }
 
 /** The identity every Event and owner reference needs. */

@@ -234,19 +234,15 @@ export async function runInstallJob(
   }
   const message = installedMessage(hosts, nodes, cluster);
   // Applied as the Job's own field manager (the function's fields stay); the claim released.
-  const written = await applyConditions(
-    clients,
-    softwareTarget(ref.namespace, ref.name),
+  const written = await applyConditions(clients, softwareTarget(ref.namespace, ref.name), {
     ref,
-    {
-      conditions: [
-        { type: SoftwareCondition.installed, status: 'True', reason: 'Installed', message },
-        { type: SoftwareCondition.ready, status: 'True', reason: 'Installed', message },
-      ],
-      fields: { hosts, installedNodes, claim: undefined },
-    },
-    { manager: installJobManager },
-  );
+    conditions: [
+      { type: SoftwareCondition.installed, status: 'True', reason: 'Installed', message },
+      { type: SoftwareCondition.ready, status: 'True', reason: 'Installed', message },
+    ],
+    fields: { hosts, installedNodes, claim: undefined },
+    manager: installJobManager,
+  });
   if (written.outcome === 'written')
     await recordEvent(
       clients,

@@ -59,19 +59,16 @@ describe('status by server-side apply', () => {
   it("keeps another function's conditions and fields when one function applies", async () => {
     const { clients, target, read } = await newProvisioning('coexist');
     let live = await read();
-    const resolved = await applyConditions(
-      clients,
-      target,
-      ref(live),
-      {
-        conditions: [
-          { type: 'HostsResolved', status: 'True', reason: 'HostsResolved', message: 'hosts resolved' },
-          { type: 'Ready', status: 'Unknown', reason: 'Provisioning', message: 'rendering the inventory' },
-        ],
-        fields: { nodes: [{ label: 'master-0', role: 'master', mac: '52:54:00:00:00:01', ip: '10.0.0.1' }] },
-      },
-      { manager: hostLookup, live },
-    );
+    const resolved = await applyConditions(clients, target, {
+      ref: ref(live),
+      conditions: [
+        { type: 'HostsResolved', status: 'True', reason: 'HostsResolved', message: 'hosts resolved' },
+        { type: 'Ready', status: 'Unknown', reason: 'Provisioning', message: 'rendering the inventory' },
+      ],
+      fields: { nodes: [{ label: 'master-0', role: 'master', mac: '52:54:00:00:00:01', ip: '10.0.0.1' }] },
+      manager: hostLookup,
+      live,
+    });
     expect(resolved.outcome).toBe('written');
 
     // Another writer's field, by a plain update (a writer outside the functions: the functions apply).
@@ -87,22 +84,16 @@ describe('status by server-side apply', () => {
     });
 
     live = await read();
-    const rendered = await applyConditions(
-      clients,
-      target,
-      ref(live),
-      {
-        conditions: [
-          { type: 'InventoryRendered', status: 'True', reason: 'InventoryRendered', message: 'rendered' },
-          { type: 'Ready', status: 'Unknown', reason: 'Provisioning', message: 'launching the KUD Job' },
-        ],
-      },
-      {
-        manager: inventoryRender,
-        live,
-        merge: () => ({ stepCauses: { InventoryRendered: { source: 's', id: '1' } } }),
-      },
-    );
+    const rendered = await applyConditions(clients, target, {
+      ref: ref(live),
+      conditions: [
+        { type: 'InventoryRendered', status: 'True', reason: 'InventoryRendered', message: 'rendered' },
+        { type: 'Ready', status: 'Unknown', reason: 'Provisioning', message: 'launching the KUD Job' },
+      ],
+      manager: inventoryRender,
+      live,
+      merge: () => ({ stepCauses: { InventoryRendered: { source: 's', id: '1' } } }),
+    });
     expect(rendered.outcome).toBe('written');
     live = await read();
     expect(types(live)).toEqual(expect.arrayContaining(['HostsResolved', 'InventoryRendered', 'Ready']));
@@ -115,17 +106,14 @@ describe('status by server-side apply', () => {
 
     // host-lookup applies again with only its step condition: what it owns stays (restated from
     // managedFields), inventory-render's condition and cause stay too.
-    const retried = await applyConditions(
-      clients,
-      target,
-      ref(live),
-      {
-        conditions: [
-          { type: 'HostsResolved', status: 'Unknown', reason: 'ApiUnavailable', message: 'retried' },
-        ],
-      },
-      { manager: hostLookup, live },
-    );
+    const retried = await applyConditions(clients, target, {
+      ref: ref(live),
+      conditions: [
+        { type: 'HostsResolved', status: 'Unknown', reason: 'ApiUnavailable', message: 'retried' },
+      ],
+      manager: hostLookup,
+      live,
+    });
     expect(retried.outcome).toBe('written');
     live = await read();
     const conditions = conditionsOf(live);
@@ -192,16 +180,13 @@ describe('status by server-side apply', () => {
       'conflict',
     );
     // applyConditions reads again on the conflict and finds the step done.
-    const again = await applyConditions(
-      clients,
-      target,
-      ref(stale),
-      {
-        conditions: [{ type: 'HostsResolved', status: 'True', reason: 'HostsResolved', message: 'first' }],
-        alreadyDone: (conditions) => findCondition(conditions, 'HostsResolved')?.status === 'True',
-      },
-      { manager: hostLookup, live: stale },
-    );
+    const again = await applyConditions(clients, target, {
+      ref: ref(stale),
+      conditions: [{ type: 'HostsResolved', status: 'True', reason: 'HostsResolved', message: 'first' }],
+      alreadyDone: (conditions) => findCondition(conditions, 'HostsResolved')?.status === 'True',
+      manager: hostLookup,
+      live: stale,
+    });
     expect(again.outcome).toBe('already-done');
   });
 
@@ -214,31 +199,28 @@ describe('status by server-side apply', () => {
       reason: status === 'True' ? 'Provisioned' : 'Provisioning',
       message: status,
     });
-    await applyConditions(
-      clients,
-      target,
-      ref(live),
-      { conditions: [ready('Unknown')] },
-      { manager: hostLookup, live },
-    );
+    await applyConditions(clients, target, {
+      ref: ref(live),
+      conditions: [ready('Unknown')],
+      manager: hostLookup,
+      live,
+    });
     live = await read();
     expect(types(live)).toContain('Reconciling');
     // Another manager owns the same Reconciling value too: an apply alone could not remove it.
-    await applyConditions(
-      clients,
-      target,
-      ref(live),
-      { conditions: [ready('Unknown')] },
-      { manager: inventoryRender, live },
-    );
+    await applyConditions(clients, target, {
+      ref: ref(live),
+      conditions: [ready('Unknown')],
+      manager: inventoryRender,
+      live,
+    });
     live = await read();
-    await applyConditions(
-      clients,
-      target,
-      ref(live),
-      { conditions: [ready('True')] },
-      { manager: inventoryRender, live },
-    );
+    await applyConditions(clients, target, {
+      ref: ref(live),
+      conditions: [ready('True')],
+      manager: inventoryRender,
+      live,
+    });
     live = await read();
     expect(types(live)).not.toContain('Reconciling');
     expect(findCondition(conditionsOf(live), 'Ready')?.status).toBe('True');
@@ -248,28 +230,20 @@ describe('status by server-side apply', () => {
     const { clients, target, read } = await newProvisioning('drops');
     let live = await read();
     const releasing = [{ cluster: 'old', since: '2026-01-01T00:00:00Z', launched: true }];
-    await applyConditions(
-      clients,
-      target,
-      ref(live),
-      {
-        conditions: [{ type: 'HostsResolved', status: 'True', reason: 'HostsResolved', message: 'resolved' }],
-        fields: { releasingClusters: releasing, retry: '1' },
-      },
-      { manager: hostLookup, live },
-    );
+    await applyConditions(clients, target, {
+      ref: ref(live),
+      conditions: [{ type: 'HostsResolved', status: 'True', reason: 'HostsResolved', message: 'resolved' }],
+      fields: { releasingClusters: releasing, retry: '1' },
+      manager: hostLookup,
+      live,
+    });
     live = await read();
-    await applyConditions(
-      clients,
-      target,
-      ref(live),
-      {
-        conditions: [
-          { type: 'InventoryRendered', status: 'True', reason: 'InventoryRendered', message: 'r' },
-        ],
-      },
-      { manager: inventoryRender, live },
-    );
+    await applyConditions(clients, target, {
+      ref: ref(live),
+      conditions: [{ type: 'InventoryRendered', status: 'True', reason: 'InventoryRendered', message: 'r' }],
+      manager: inventoryRender,
+      live,
+    });
     // kud-job-launch releases the old name host-lookup recorded: an apply alone cannot drop it.
     live = await read();
     const released = await applyStatus(clients, target, live, {
