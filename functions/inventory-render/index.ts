@@ -88,8 +88,7 @@ async function render(
       provisioningTarget(ref.namespace, ref.name),
       fieldManagerFor(context.functionName),
       owner.uid,
-      'ConfigMap',
-      written.configMap.metadata,
+      [{ kind: 'ConfigMap', metadata: written.configMap.metadata }],
       live,
     );
   } catch (error) {

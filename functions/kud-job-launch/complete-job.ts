@@ -199,14 +199,9 @@ export async function completeJob(
       live,
       (current) => upsertConfigMap(clients, markManaged(configMap), ownershipOf(owner, current)),
     );
-    await recordOwned(
-      clients,
-      provisioningTarget(ref.namespace, ref.name),
-      functionManager,
-      owner.uid,
-      'ConfigMap',
-      written.configMap.metadata,
-    );
+    await recordOwned(clients, provisioningTarget(ref.namespace, ref.name), functionManager, owner.uid, [
+      { kind: 'ConfigMap', metadata: written.configMap.metadata },
+    ]);
   } catch (error) {
     // A <cluster>-configmap the functions did not create: left untouched, reported.
     const refusal = refusalOf(error, step);

@@ -129,7 +129,9 @@ export async function advanceDeletion(
       running = created.created;
       foreign = !created.created;
       if (created.created)
-        await recordOwned(clients, target, functionManager, ref.uid, 'Job', created.job.metadata);
+        await recordOwned(clients, target, functionManager, ref.uid, [
+          { kind: 'Job', metadata: created.job.metadata },
+        ]);
     } catch (error) {
       // Refused (403/422) or unavailable: reported on status; the timeout ends the wait.
       log.warn('cleanup Job could not be created', { cluster, error: String(error) });

@@ -253,7 +253,9 @@ export async function advanceKubeconfig(
   try {
     const created = await createJobOrGetExisting(clients, publisher);
     if (!created.created) return; // another delivery created it (or the old one is still being deleted)
-    await recordOwned(clients, target, functionManager, owner.uid, 'Job', created.job.metadata);
+    await recordOwned(clients, target, functionManager, owner.uid, [
+      { kind: 'Job', metadata: created.job.metadata },
+    ]);
   } catch (error) {
     // Refused (RBAC, admission, validation): retrying the same request cannot help.
     const status = error instanceof BpaError ? error.details?.status : undefined;
@@ -294,7 +296,9 @@ async function writeKubeconfigSecret(
   if (!stored) {
     try {
       const created = await clients.core.createNamespacedSecret({ namespace, body: desired });
-      await recordOwned(clients, target, functionManager, owner.uid, 'Secret', created.metadata);
+      await recordOwned(clients, target, functionManager, owner.uid, [
+        { kind: 'Secret', metadata: created.metadata },
+      ]);
       return;
     } catch (error) {
       if (!isConflict(error)) throw classifyApiError(error, `create Secret ${namespace}/${name}`);

@@ -101,8 +101,11 @@ export async function launchJob(
   const target = provisioningTarget(ref.namespace, ref.name);
   // The Provisioning as last read or written here: the base of the status applies (no GET).
   let base = live;
-  const record = async (kind: string, metadata: V1ObjectMeta | undefined) => {
-    base = (await recordOwned(clients, target, functionManager, owner.uid, kind, metadata, base)) ?? base;
+  // The objects this launch wrote (the mounted inventory, the Job), recorded in one apply once the
+  // Job is there, or before a refusal is reported: one status write, not one per object.
+  const written: { kind: string; metadata: V1ObjectMeta | undefined }[] = [];
+  const recordWritten = async () => {
+    base = (await recordOwned(clients, target, functionManager, owner.uid, written.splice(0), base)) ?? base;
   };
   const installerSettings = await readInstallerSettings(clients, context.config.FUNCTIONS_NAMESPACE);
   const settings = {
@@ -167,7 +170,7 @@ export async function launchJob(
         Reason.ObjectConflict,
         objectConflictMessage('ConfigMap', mounted.configMap.metadata ?? {}, owner),
       );
-    await record('ConfigMap', mounted.configMap.metadata);
+    written.push({ kind: 'ConfigMap', metadata: mounted.configMap.metadata });
   };
 
   let launch: Launch;
@@ -182,9 +185,11 @@ export async function launchJob(
   } catch (error) {
     const refusal = refusalOf(error, step, Reason.JobRefused);
     if (!refusal) throw error;
+    await recordWritten();
     return failProvisioning(clients, context.functionName, base, refusal, context.log, { apply: true });
   }
-  await record('Job', launch.job.metadata);
+  written.push({ kind: 'Job', metadata: launch.job.metadata });
+  await recordWritten();
   const identity = provisioningIdentity(ref);
   const manager = fieldManagerFor(context.functionName);
 
@@ -229,16 +234,20 @@ export async function launchJob(
     ],
     fields: { jobName },
     alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
-    ...// Server-side apply as bpa-kud-job-launch (shared/k8s/status-apply.ts).
-    { manager, live: base },
+    // Server-side apply as bpa-kud-job-launch (shared/k8s/status-apply.ts).
+    manager,
+    live: base,
   });
   context.log.info('KUD Job launch', { jobName, launch: launch.outcome, status: result.outcome });
-  if (result.outcome !== 'written') return undefined;
-
   if (launch.outcome === 'exists') {
+    if (result.outcome !== 'written') return undefined;
     // Already finished (e.g. a relaunch of the very same Job): no Job event will come.
     return completeJob(context, clients, result.object, launch.job);
   }
+  // The delivery that created the Job announces it, also when a concurrent copy of its event
+  // (which found the Job there: 'exists') recorded JobLaunched first: only one create can win,
+  // so there is exactly one announcement per Job.
+  if (result.outcome !== 'written' && result.outcome !== 'already-done') return undefined;
   context.metrics?.counter(jobsLaunched).inc({ outcome: launch.outcome });
   await recordEvent(
     clients,

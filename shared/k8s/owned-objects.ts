@@ -74,8 +74,8 @@ export async function withRecordedOwnership<T>(
 }
 
 /**
- * Records the created (or used) object's uid in the owner's status, applied as `manager`;
- * nothing when it is already recorded, or the status belongs to another object of that name
+ * Records the created (or used) objects' uids in the owner's status, in one apply as `manager`;
+ * nothing when they are already recorded, or the status belongs to another object of that name
  * (another uid). The list is atomic: its last writer owns it, and restates it whole.
  */
 export async function recordOwned(
@@ -83,12 +83,11 @@ export async function recordOwned(
   target: StatusTarget,
   manager: string,
   ownerUid: string,
-  kind: string,
-  metadata: V1ObjectMeta | undefined,
+  objects: readonly { kind: string; metadata: V1ObjectMeta | undefined }[],
   live?: StoredObject,
 ): Promise<StoredObject | undefined> {
-  const entry = ownedEntry(kind, metadata);
-  if (!entry) return live;
+  const entries = objects.flatMap(({ kind, metadata }) => ownedEntry(kind, metadata) ?? []);
+  if (entries.length === 0) return live;
   const result = await applyStatusDecided(
     clients,
     target,
@@ -96,8 +95,11 @@ export async function recordOwned(
     (fresh) => {
       if (fresh.metadata.uid !== ownerUid) return undefined;
       const owned = ownedObjectsOf(fresh.status);
-      if (owned.some((item) => isSame(item, entry) && item.uid === entry.uid)) return undefined;
-      return { conditions: [], fields: { [ownedObjectsField]: withOwnedObject(owned, entry) } };
+      const missing = entries.filter(
+        (entry) => !owned.some((item) => isSame(item, entry) && item.uid === entry.uid),
+      );
+      if (missing.length === 0) return undefined;
+      return { conditions: [], fields: { [ownedObjectsField]: missing.reduce(withOwnedObject, owned) } };
     },
     live ? { first: live } : {},
   );
