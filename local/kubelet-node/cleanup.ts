@@ -11,7 +11,7 @@
  * number out again at once: the moment the node's last process dies, the next `unshare` or
  * container anywhere on the machine (another test's node) gets `mnt:[N]`, and a clean-up that goes
  * on looking for `mnt:[N]` kills it. So whoever matches processes by that name holds the
- * namespace open (pinNamespace): the launcher from the holder's start to the end of its stop, the
+ * namespace open (pinMountNamespace): the launcher from the holder's start to the end of its stop, the
  * watchdog (the pin is its fd 3) until it exits.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
