@@ -21,6 +21,11 @@ export interface StartBrokerOptions {
   host?: string;
   /** 0 (default) picks a free port. */
   port?: number;
+  /**
+   * A server already listening (the embedded stack binds its port before the functions that
+   * post to it start): the broker answers on it instead of binding `port`, and closes it.
+   */
+  server?: http.Server;
   /** Kubernetes objects as parsed from YAML; Brokers and Triggers are picked out. */
   objects: readonly unknown[];
   resolveRef: RefResolver;
@@ -151,7 +156,7 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
         : metrics.ingressEvents.series(namespace, name, '', String(status)).inc(),
     log,
   });
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, (request, response) => {
+  const serve = (request: http.IncomingMessage, response: http.ServerResponse) => {
     try {
       handler(request, response);
     } catch (error) {
@@ -159,11 +164,16 @@ export async function startBroker(options: StartBrokerOptions): Promise<RunningB
       if (!response.headersSent) response.writeHead(500);
       response.end();
     }
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
-  });
+  };
+  const server = options.server ?? http.createServer();
+  server.keepAliveTimeout = 65_000;
+  server.removeAllListeners('request');
+  server.on('request', serve);
+  if (!options.server)
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+    });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   baseUrl = `http://${host}:${address.port}`;

@@ -2,9 +2,11 @@
  * The one free-port helper: the control plane, the stack, `bpa dev`, the labs, the tests and
  * the bench all pick their ports here. The kernel (or a probe) finds the port, we release it
  * and the caller binds it a moment later; a port is only free until someone binds it, so a
- * caller that loses the race fails loudly on startup or retries.
+ * caller that loses the race fails loudly on startup or retries. A server of this process
+ * does not release it at all: `listenOnFirstFree` binds the server itself (any outgoing
+ * connection of the machine may take a port of the ephemeral range in the gap).
  */
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:net';
 
 /** Binds `port` (0: any) on `host` and releases it: the port bound, or undefined when it could not. */
 function tryBind(host: string, port: number): Promise<number | undefined> {
@@ -49,4 +51,38 @@ export async function freePortOnAll(ips: readonly string[]): Promise<number> {
     if (free.every((p) => p === port)) return port;
   }
   throw new Error(`no port free on all of ${ips.join(', ')}`);
+}
+
+/**
+ * Makes `server` listen on `host` at the first port from `from` (0: any) that it can bind,
+ * trying `span` ports upward: the bound port. No gap between finding the port and binding it.
+ */
+export async function listenOnFirstFree(
+  server: Server,
+  host: string,
+  from: number,
+  span = 100,
+): Promise<number> {
+  const last = from === 0 ? 0 : Math.min(from + span - 1, 65535);
+  for (let port = from; port <= last; port++) {
+    const bound = await new Promise<boolean>((resolve, reject) => {
+      const onError = (error: NodeJS.ErrnoException) => {
+        server.off('listening', onListening);
+        if (error.code === 'EADDRINUSE' && port < last) resolve(false);
+        else reject(error);
+      };
+      const onListening = () => {
+        server.off('error', onError);
+        resolve(true);
+      };
+      server.once('error', onError);
+      server.once('listening', onListening);
+      server.listen({ host, port, exclusive: true });
+    });
+    if (bound) {
+      const address = server.address();
+      if (typeof address === 'object' && address) return address.port;
+    }
+  }
+  throw new Error(`no free port on ${host} between ${from} and ${last}`);
 }

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { provisioningsResource, softwaresResource } from '../../shared/k8s/resources.js';
 import type { Logger } from '../../shared/log.js';
 import { LiveViewHub, type WatchedResource } from './hub.js';
+import { listenOnFirstFree } from '../control-plane/free-port.js';
 import { liveViewPage } from './page.js';
 import { cloudEventFromRequest } from './receive-cloudevent.js';
 import type { StoredCloudEvent } from './timeline-event.js';
@@ -13,6 +13,8 @@ export interface LiveViewOptions {
   host: string;
   /** 0 lets the kernel pick. */
   port: number;
+  /** Ports tried upward from `port` while they are taken (default 1: `port` or an error). */
+  portSpan?: number;
   /** When given, Provisioning and Software resources are listed and watched on this API. */
   kubeConfig?: KubeConfig;
   /**
@@ -130,11 +132,7 @@ export async function startLiveView(options: LiveViewOptions): Promise<LiveView>
       res.end();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnFirstFree(server, options.host, options.port, options.portSpan ?? 1);
   const url = `http://${options.host}:${port}/`;
   const heartbeat = setInterval(() => hub.heartbeat(), 15000);
   heartbeat.unref();

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
@@ -9,7 +10,7 @@ import { startBroker, type DeliveryRecord, type KReference, type RunningBroker }
 import { repoRoot } from '../control-plane/repo-root.js';
 import { startLiveView, type LiveView } from '../live-view/server.js';
 import { connectApi, ensureNamespace, type StackApi } from './api.js';
-import { firstFreePort } from '../control-plane/free-port.js';
+import { listenOnFirstFree } from '../control-plane/free-port.js';
 import { functionNames, isFunctionName, type FunctionName } from './function-names.js';
 import { startFunctions, type RunningFunction } from './functions.js';
 import { openLogFile, type LogFile } from './log-file.js';
@@ -136,12 +137,23 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     cleanups.push(() => api.stop());
     await ensureNamespace(api.kubeConfig, stackNamespace);
 
-    const brokerPort = await firstFreePort(host, options.port ?? 8080);
+    // The broker's port is bound now, before the functions that post to it start: it answers
+    // 503 until the broker takes the server over.
+    const brokerServer = createServer((_request, response) => {
+      response.writeHead(503, { 'content-type': 'text/plain' });
+      response.end('the broker is starting\n');
+    });
+    const brokerPort = await listenOnFirstFree(brokerServer, host, options.port ?? 8080);
+    let brokerStarted = false;
+    cleanups.push(() => {
+      if (!brokerStarted) brokerServer.close();
+    });
     const ingressUrl = `http://${host}:${brokerPort}/${stackNamespace}/${stackBrokerName}`;
 
     const liveView = await startLiveView({
       host,
-      port: await firstFreePort(host, brokerPort + 1),
+      port: brokerPort + 1,
+      portSpan: 100,
       kubeConfig: api.kubeConfig,
       recordReceived: false,
       log: logFile.logger('live-view'),
@@ -223,8 +235,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       spec: { broker: stackBrokerName, subscriber: { uri: `${liveView.cloudEventsUrl}?trigger=broker` } },
     } as KubernetesObject;
     const broker = await startBroker({
-      host,
-      port: brokerPort,
+      server: brokerServer,
       objects: [
         ...objectsOfKind(objects, 'eventing.knative.dev', 'Broker'),
         ...objectsOfKind(objects, 'eventing.knative.dev', 'Trigger'),
@@ -251,6 +262,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         options.onDelivery?.(record);
       },
     });
+    brokerStarted = true;
     cleanups.push(() => broker.close());
 
     const sources: LocalSources = await startLocalSources({
