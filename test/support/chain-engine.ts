@@ -239,15 +239,29 @@ async function podLog(kubeConfig: KubeConfig, service: string, container?: strin
     namespace: stackNamespace,
     labelSelector: `serving.knative.dev/service=${service}`,
   });
-  const pod = pods.items.find((p) => p.status?.phase === 'Running');
-  if (!pod?.metadata?.name) throw new Error(`no running ${service} pod in ${stackNamespace}`);
-  const read = { namespace: stackNamespace, name: pod.metadata.name, ...(container ? { container } : {}) };
-  // A container that restarted wrote its earlier lines to the previous log (kubectl logs --previous).
-  const status = pod.status?.containerStatuses?.find((c) => (container ? c.name === container : true));
-  const previous = status?.restartCount
-    ? await core.readNamespacedPodLog({ ...read, previous: true }).catch(() => '')
-    : '';
-  return (previous ? `${previous}\n` : '') + (await core.readNamespacedPodLog(read));
+  // Every pod the API still holds, oldest first: a pod replaced mid-test (a rollout, an eviction)
+  // holds the lines written before its replacement started.
+  const started = pods.items
+    .filter((p) => p.metadata?.name && p.status?.phase !== 'Pending')
+    .sort(
+      (a, b) =>
+        (a.metadata?.creationTimestamp?.getTime() ?? 0) - (b.metadata?.creationTimestamp?.getTime() ?? 0),
+    );
+  if (started.length === 0) throw new Error(`no started ${service} pod in ${stackNamespace}`);
+  const texts = [];
+  for (const pod of started) {
+    const read = {
+      namespace: stackNamespace,
+      name: pod.metadata!.name!,
+      ...(container ? { container } : {}),
+    };
+    // A container that restarted wrote its earlier lines to the previous log (kubectl logs --previous).
+    const status = pod.status?.containerStatuses?.find((c) => (container ? c.name === container : true));
+    if (status?.restartCount)
+      texts.push(await core.readNamespacedPodLog({ ...read, previous: true }).catch(() => ''));
+    texts.push(await core.readNamespacedPodLog(read).catch(() => ''));
+  }
+  return texts.filter((text) => text !== '').join('\n');
 }
 
 /**

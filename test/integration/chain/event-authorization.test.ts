@@ -22,7 +22,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { main } from '../../../cli/main.js';
 import { waitFor } from '../../../local/control-plane/wait.js';
@@ -76,7 +76,10 @@ describeOnKnative('the chain behind an EventPolicy, OIDC on (components/event-au
     workDir = await mkdtemp(join(tmpdir(), 'chain-authz-'));
   });
 
+  /** Watches this suite opened (stopped at the end, also when a test fails midway). */
+  const watches: AbortController[] = [];
   afterAll(async () => {
+    for (const watch of watches) watch.abort();
     if (workDir) await rm(workDir, { recursive: true, force: true });
   });
 
@@ -154,6 +157,17 @@ describeOnKnative('the chain behind an EventPolicy, OIDC on (components/event-au
 
   it("goes to Ready through the sources, the Triggers' replies and the sweep's own send of a host found late", async () => {
     const { namespace, kubeConfig } = chain;
+    // Every version of `late` is one ApiServerSource event for host-lookup (add, then updates).
+    const versions = new Set<string>();
+    const watch = await new Watch(kubeConfig).watch(
+      `/apis/bpa.akraino.org/v1alpha1/namespaces/${namespace}/provisionings`,
+      { fieldSelector: 'metadata.name=late' },
+      (_phase, object: { metadata?: { resourceVersion?: string } }) => {
+        if (object.metadata?.resourceVersion) versions.add(object.metadata.resourceVersion);
+      },
+      () => undefined,
+    );
+    watches.push(watch);
     await chain.kubectl(
       ['apply', '-f', '-'],
       JSON.stringify(
@@ -168,6 +182,24 @@ describeOnKnative('the chain behind an EventPolicy, OIDC on (components/event-au
     // The ApiServerSource's event passed the policy: host-lookup looked, and found nothing.
     const missing = await chain.waitForCondition('late', 'HostsResolved', 'False', 180_000);
     expect(conditionOf(missing, 'HostsResolved')).toMatchObject({ reason: 'HostNotFound' });
+    // The add and the echoes of the first status writes are handled concurrently, and each one
+    // that read `late` before HostNotFound was written looks the hosts up itself: a host created
+    // while one of them is still looking is found by it, not by the sweep. So the host comes only
+    // once host-lookup has answered an event for each version of `late` so far.
+    await waitFor(
+      async () => {
+        const answered = (await chain.functionLog('host-lookup')).filter(
+          (line) => line.msg === 'event' && line.name === 'late',
+        ).length;
+        return answered >= versions.size ? true : undefined;
+      },
+      {
+        what: "host-lookup to answer every event of late's versions so far",
+        timeoutMs: 60_000,
+        intervalMs: 500,
+      },
+    );
+    watch.abort();
 
     await createBareMetalHost(kubeConfig, {
       name: lateHost.name,
@@ -175,14 +207,21 @@ describeOnKnative('the chain behind an EventPolicy, OIDC on (components/event-au
       bootMac: lateHost.mac,
       nics: [{ name: 'eth0', mac: lateHost.mac, ip: lateHost.ip }],
     });
-    // Only the sweep (a ping a minute) looks again. It resolves the hosts and sends hosts.resolved
+    // Only the sweep (a ping a minute) looks again now. It resolves the hosts and sends hosts.resolved
     // itself, with its SinkBinding's token; inventory-render and kud-job-launch follow on replies.
     const launched = await chain.waitForCondition('late', 'JobLaunched', 'True', 240_000);
     expect(launched.status?.nodes?.map((n) => [n.label, n.ip])).toEqual([['late-1', lateHost.ip]]);
-    const sweeps = (await chain.functionLog('host-lookup')).filter(
-      (line) => line.msg === 'sweep done' && Number(line['sent'] ?? 0) > 0,
-    );
-    expect(sweeps.length).toBeGreaterThan(0);
+    const hostLookupLog = await chain.functionLog('host-lookup');
+    const sweeps = hostLookupLog.filter((line) => line.msg === 'sweep done' && Number(line['sent'] ?? 0) > 0);
+    // When this fails, the lines that say how the hosts were resolved instead (an event about
+    // `late`, a sweep, a warning) are the message.
+    const howResolved = hostLookupLog
+      .filter((line) => line.name === 'late' || line.msg.startsWith('sweep') || line['level'] !== 'info')
+      .map((line) => JSON.stringify(line));
+    if (sweeps.length === 0)
+      throw new Error(
+        `no sweep of host-lookup sent an event; its lines about late, sweeps and warnings:\n${howResolved.join('\n')}`,
+      );
     expect(sweeps.every((line) => line['failed'] === 0)).toBe(true);
 
     // The Job's end comes through the bpa-jobs source; Ready and cluster.ready follow.
