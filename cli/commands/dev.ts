@@ -6,7 +6,6 @@ import { startStack, type Stack, type StackOptions } from '../../local/stack/ind
 import { describeStackCluster, startStackCluster, type StackCluster } from '../../local/stack/cluster.js';
 import { stackBanner } from '../../local/stack/banner.js';
 import { formatDeliveryLine } from '../../local/stack/delivery-line.js';
-import { firstFreePort } from '../../local/control-plane/free-port.js';
 import { startLiveView } from '../../local/live-view/server.js';
 import { createLogger } from '../../shared/log.js';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -136,7 +135,8 @@ async function runLiveViewOnly(
   const host = options.host ?? '127.0.0.1';
   const liveView = await startLiveView({
     host,
-    port: await firstFreePort(host, options.port ?? 8080),
+    port: options.port ?? 8080,
+    portSpan: 100,
     kubeConfig,
     log: createLogger({ level: 'warn', sink: (line) => io.stderr(`${line}\n`) }),
   });
@@ -182,7 +182,8 @@ async function runOnKnative(
     // The machine's end of the node's veth: the pods reach it, nothing off the machine does.
     liveView = await startLiveView({
       host: node.addresses.hostIp,
-      port: await firstFreePort(node.addresses.hostIp, options.port ?? 8080),
+      port: options.port ?? 8080,
+      portSpan: 100,
       kubeConfig: cluster.kubeConfig,
       log: createLogger({ level: 'warn', sink: (line) => io.stderr(`${line}\n`) }),
     });

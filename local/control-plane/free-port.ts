@@ -35,13 +35,6 @@ export async function freeLoopbackPorts(count: number): Promise<number[]> {
   return [...ports];
 }
 
-/** The first port from `from` (inclusive) that is free on `host`, trying `span` ports. */
-export async function firstFreePort(host: string, from: number, span = 100): Promise<number> {
-  for (let port = from; port < from + span && port <= 65535; port++)
-    if ((await tryBind(host, port)) !== undefined) return port;
-  throw new Error(`no free port on ${host} between ${from} and ${from + span - 1}`);
-}
-
 /** A port free on every one of the addresses (a lab's hosts share one port). */
 export async function freePortOnAll(ips: readonly string[]): Promise<number> {
   for (let attempt = 0; attempt < 20; attempt++) {
