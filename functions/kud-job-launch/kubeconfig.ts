@@ -129,6 +129,10 @@ export async function advanceKubeconfig(
       ...(fields ? { fields } : {}),
       alreadyDone: (conditions) => {
         const current = conditionFor(conditions, step, ref.generation);
+        // Published for this generation: nothing judged on an older read undoes it. Two deliveries
+        // of the publisher's completion race; the one that published deletes the Job, and the
+        // other then finds the pod gone and would report the publication failed.
+        if (current?.status === 'True' && status !== 'True') return true;
         return current?.reason === reason && current.message === message;
       },
       manager: functionManager,

@@ -199,6 +199,20 @@ describe('the kubeconfig Secret, published on the node', () => {
       await apply(provisioning('edge-k'));
       return kubeconfigPublished('edge-k');
     });
+    if (published.status !== 'True') {
+      // What the publisher's pod went through, as the watch saw it: the condition alone does not
+      // say whether the pod failed or its log lacked the line.
+      const publisher = podsOfJob(pods, jobs.get('kud-edge-k-kubeconfig')).map((pod) => ({
+        name: pod.metadata?.name,
+        phase: pod.status?.phase,
+        reason: pod.status?.reason,
+        container: pod.status?.containerStatuses?.[0]?.state,
+      }));
+      throw new Error(
+        `KubeconfigPublished is ${published.status} (${published.reason}): ${published.message}\n` +
+          `publisher pods: ${JSON.stringify(publisher)}`,
+      );
+    }
     expect(published).toMatchObject({ status: 'True', reason: 'KubeconfigPublished' });
     const live = await readProvisioning('edge-k');
     expect(live.status?.kubeconfigSecret).toBe('edge-k-admin-kubeconfig');
