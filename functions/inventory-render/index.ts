@@ -1,3 +1,4 @@
+import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { clusterTypeOf } from '../../shared/core/cluster-type.js';
 import { inventoryConfigMapName } from '../../shared/core/names.js';
@@ -13,7 +14,7 @@ import { defineStep, type StepRun } from '../../shared/k8s/define-step.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
-import { ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
+import { ownedObjectsFields, ownershipOf, recordOwned } from '../../shared/k8s/owned-objects.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import {
   ProvisioningCondition,
@@ -72,25 +73,17 @@ async function render(
     });
 
   const configMap = inventoryConfigMapName(cluster);
-  // The object the status is applied on: the read, or what recording the ConfigMap's uid stored
-  // (undefined: the Provisioning is gone).
-  let base: StoredObject | undefined;
+  const owner = ownerOf(provisioning.data);
   let rendered;
+  // The ConfigMap as written: its uid goes into status.ownedObjects with the step's own apply.
+  let owned: { kind: string; metadata: V1ObjectMeta | undefined }[];
   try {
     rendered = renderInventory(provisioning.data, clusterType, recorded.data);
     // The tenant's copy, to read (contract section 4); never mounted: kud-job-launch renders the
     // inventory again at launch into the functions' namespace (section 12). Ours only when its uid
     // is recorded in status.ownedObjects: a look-alike with forged labels is ObjectConflict.
-    const owner = ownerOf(provisioning.data);
     const written = await upsertConfigMap(clients, markManaged(rendered.configMap), ownershipOf(owner, live));
-    base = await recordOwned(
-      clients,
-      provisioningTarget(ref.namespace, ref.name),
-      fieldManagerFor(context.functionName),
-      owner.uid,
-      [{ kind: 'ConfigMap', metadata: written.configMap.metadata }],
-      live,
-    );
+    owned = [{ kind: 'ConfigMap', metadata: written.configMap.metadata }];
   } catch (error) {
     // Spec errors, and a <cluster>-inventory the functions did not create (ObjectConflict).
     if (!(error instanceof BpaError) || (error.kind !== 'invalid' && error.kind !== 'resolution'))
@@ -104,14 +97,14 @@ async function render(
       { apply: true },
     );
   }
-  if (!base) return undefined;
   // Server-side apply by bpa-inventory-render (shared/k8s/status-apply.ts): its condition, Ready,
-  // its step cause; no read beyond the prologue's (and recordOwned's write, when it wrote).
+  // its step cause and the ConfigMap's uid, in one write on the prologue's read.
   const event = await completeProvisioningStep(
     clients,
     context.functionName,
-    base,
+    live,
     {
+      fields: (fresh) => ownedObjectsFields(fresh, owner.uid, owned) ?? {},
       step,
       reason: Reason.InventoryRendered,
       message: `Inventory rendered into ConfigMap ${configMap} (sha256 ${rendered.inventorySha256})`,
@@ -136,6 +129,17 @@ async function render(
     context.log,
     { apply: true },
   );
+  // Not recorded here (another delivery of the step recorded it, or the Provisioning moved on):
+  // the uid of the ConfigMap written here is recorded all the same.
+  if (!event)
+    await recordOwned(
+      clients,
+      provisioningTarget(ref.namespace, ref.name),
+      fieldManagerFor(context.functionName),
+      owner.uid,
+      owned,
+      live,
+    );
   context.log.info('inventory rendered', { configMap, recorded: event !== undefined });
   if (event) context.metrics?.counter(inventoriesRendered).inc();
   return event;

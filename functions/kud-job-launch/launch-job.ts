@@ -30,7 +30,7 @@ import type { StepRun } from '../../shared/k8s/define-step.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
 import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
-import { recordOwned } from '../../shared/k8s/owned-objects.js';
+import { ownedObjectsFields, recordOwned } from '../../shared/k8s/owned-objects.js';
 import { functionManager } from './name.js';
 
 import { recordEvent } from '../../shared/k8s/events.js';
@@ -101,8 +101,9 @@ export async function launchJob(
   const target = provisioningTarget(ref.namespace, ref.name);
   // The Provisioning as last read or written here: the base of the status applies (no GET).
   let base = live;
-  // The objects this launch wrote (the mounted inventory, the Job), recorded in one apply once the
-  // Job is there, or before a refusal is reported: one status write, not one per object.
+  // The objects this launch wrote (the mounted inventory, the Job), recorded by the step's own
+  // apply once the Job is there; alone only before a refusal is reported, or when that apply
+  // writes nothing (another delivery recorded the step): one status write, not one per object.
   const written: { kind: string; metadata: V1ObjectMeta | undefined }[] = [];
   const recordWritten = async () => {
     base = (await recordOwned(clients, target, functionManager, owner.uid, written.splice(0), base)) ?? base;
@@ -189,7 +190,8 @@ export async function launchJob(
     return failProvisioning(clients, context.functionName, base, refusal, context.log, { apply: true });
   }
   written.push({ kind: 'Job', metadata: launch.job.metadata });
-  await recordWritten();
+  // The step's own apply records them (one write); when it writes nothing, recordWritten does.
+  const recordedWith = (fresh: StoredObject) => ownedObjectsFields(fresh, owner.uid, written) ?? {};
   const identity = provisioningIdentity(ref);
   const manager = fieldManagerFor(context.functionName);
 
@@ -198,10 +200,12 @@ export async function launchJob(
     const result = await applyConditions(clients, target, {
       ref,
       conditions: [{ type: step, status: 'False', reason: Reason.PreviousJobRunning, message }],
+      fields: recordedWith,
       alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
       manager,
       live: base,
     });
+    if (result.outcome !== 'written') await recordWritten();
     if (result.outcome === 'written')
       await recordEvent(
         clients,
@@ -232,12 +236,13 @@ export async function launchJob(
         message: `KUD installer Job ${jobName} is running: ${doing}`,
       },
     ],
-    fields: { jobName },
+    fields: (fresh) => ({ jobName, ...recordedWith(fresh) }),
     alreadyDone: (fresh) => isTrueFor(fresh, step, ref.generation),
     // Server-side apply as bpa-kud-job-launch (shared/k8s/status-apply.ts).
     manager,
     live: base,
   });
+  if (result.outcome !== 'written') await recordWritten();
   context.log.info('KUD Job launch', { jobName, launch: launch.outcome, status: result.outcome });
   if (launch.outcome === 'exists') {
     if (result.outcome !== 'written') return undefined;

@@ -86,24 +86,37 @@ export async function recordOwned(
   objects: readonly { kind: string; metadata: V1ObjectMeta | undefined }[],
   live?: StoredObject,
 ): Promise<StoredObject | undefined> {
-  const entries = objects.flatMap(({ kind, metadata }) => ownedEntry(kind, metadata) ?? []);
-  if (entries.length === 0) return live;
+  if (objects.every(({ kind, metadata }) => ownedEntry(kind, metadata) === undefined)) return live;
   const result = await applyStatusDecided(
     clients,
     target,
     manager,
     (fresh) => {
-      if (fresh.metadata.uid !== ownerUid) return undefined;
-      const owned = ownedObjectsOf(fresh.status);
-      const missing = entries.filter(
-        (entry) => !owned.some((item) => isSame(item, entry) && item.uid === entry.uid),
-      );
-      if (missing.length === 0) return undefined;
-      return { conditions: [], fields: { [ownedObjectsField]: missing.reduce(withOwnedObject, owned) } };
+      const fields = ownedObjectsFields(fresh, ownerUid, objects);
+      return fields ? { conditions: [], fields } : undefined;
     },
     live ? { first: live } : {},
   );
   return result.outcome === 'gone' ? undefined : result.object;
+}
+
+/**
+ * The status field that records `objects` on `fresh` (status.ownedObjects restated whole, with
+ * the missing ones added), for a step's own apply to carry (one write, not two); undefined when
+ * all are recorded already or `fresh` is another object of that name (another uid).
+ */
+export function ownedObjectsFields(
+  fresh: StoredObject,
+  ownerUid: string,
+  objects: readonly { kind: string; metadata: V1ObjectMeta | undefined }[],
+): Record<string, unknown> | undefined {
+  if (fresh.metadata.uid !== ownerUid) return undefined;
+  const owned = ownedObjectsOf(fresh.status);
+  const missing = objects
+    .flatMap(({ kind, metadata }) => ownedEntry(kind, metadata) ?? [])
+    .filter((entry) => !owned.some((item) => isSame(item, entry) && item.uid === entry.uid));
+  if (missing.length === 0) return undefined;
+  return { [ownedObjectsField]: missing.reduce(withOwnedObject, owned) };
 }
 
 /** Drops the entry of a deleted object, applied as `manager`. */

@@ -10,7 +10,7 @@ import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { ownershipError, ownershipPendingReason } from '../../../shared/core/ownership.js';
 import { BpaError } from '../../../shared/errors.js';
 import type { KubeClients } from '../../../shared/k8s/clients.js';
-import { ownershipOf, withRecordedOwnership } from '../../../shared/k8s/owned-objects.js';
+import { ownedObjectsFields, ownershipOf, withRecordedOwnership } from '../../../shared/k8s/owned-objects.js';
 import { provisioningTarget } from '../../../shared/k8s/provisioning.js';
 import type { StoredObject } from '../../../shared/k8s/stored-object.js';
 
@@ -84,5 +84,53 @@ describe('withRecordedOwnership', () => {
     });
     await expect(outcome).rejects.toMatchObject({ reason: ownershipPendingReason });
     expect(fake.reads()).toBe(1);
+  });
+});
+
+/**
+ * ownedObjectsFields: what a step's own status apply carries to record the objects it wrote (one
+ * write instead of a record, then the step).
+ */
+describe('ownedObjectsFields', () => {
+  const job: V1ObjectMeta = { name: 'kud-edge', namespace: 'bpa-system', uid: 'job-1' };
+
+  it('restates the recorded list whole, with the missing objects added', () => {
+    expect(
+      ownedObjectsFields(provisioning(recorded), 'p-1', [
+        { kind: 'ConfigMap', metadata: configMap },
+        { kind: 'Job', metadata: job },
+      ]),
+    ).toEqual({
+      ownedObjects: expect.arrayContaining([
+        ...recorded,
+        { kind: 'Job', namespace: 'bpa-system', name: 'kud-edge', uid: 'job-1' },
+      ]),
+    });
+    expect(ownedObjectsFields(provisioning(recorded), 'p-1', [{ kind: 'Job', metadata: job }])).toMatchObject(
+      {
+        ownedObjects: { length: 2 },
+      },
+    );
+  });
+
+  it('replaces the entry of an object of the same name with an older uid', () => {
+    const fields = ownedObjectsFields(provisioning(recorded), 'p-1', [
+      { kind: 'ConfigMap', metadata: { ...configMap, uid: 'cm-2' } },
+    ]);
+    expect(fields).toEqual({
+      ownedObjects: [{ kind: 'ConfigMap', namespace: 'tenant', name: 'edge-configmap', uid: 'cm-2' }],
+    });
+  });
+
+  it('carries nothing when all are recorded, for another owner uid, or for objects without a uid', () => {
+    expect(
+      ownedObjectsFields(provisioning(recorded), 'p-1', [{ kind: 'ConfigMap', metadata: configMap }]),
+    ).toBeUndefined();
+    expect(
+      ownedObjectsFields(provisioning([], 'p-2'), 'p-1', [{ kind: 'Job', metadata: job }]),
+    ).toBeUndefined();
+    expect(
+      ownedObjectsFields(provisioning(), 'p-1', [{ kind: 'Job', metadata: { name: 'kud-edge' } }]),
+    ).toBeUndefined();
   });
 });
