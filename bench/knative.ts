@@ -95,8 +95,11 @@ function knativeRss(): Map<string, number[]> {
   return byBinary;
 }
 
+const settleMs = 30_000;
+
 const applyToJobLine = (what: string, f: ApplyToJobFigures) =>
-  `apply → Job, ${what}: median ${f.medianMs.toFixed(0)} ms (min ${f.minMs.toFixed(0)}, max ${f.maxMs.toFixed(0)}, ${f.runs} runs)`;
+  `apply → Job, ${what}: median ${f.medianMs.toFixed(0)} ms (min ${f.minMs.toFixed(0)}, max ${f.maxMs.toFixed(0)}, ${f.runs} runs; ` +
+  `of it kubectl apply ${f.kubectlMedianMs.toFixed(0)} ms, the chain from the Provisioning's ADDED to the Job's ${f.chainMedianMs.toFixed(0)} ms, medians)`;
 
 /** A counting subscriber as a Deployment and Service; resolves with its pod's count URL. */
 async function startCounter(kubeConfig: KubeConfig, namespace: string, name: string, image: string) {
@@ -275,6 +278,14 @@ export const knativeBench: BenchModule = {
       });
       print(
         `Knative Eventing ${knative.install.version} from images, ready in ${(knative.install.readyAfterMs / 1000).toFixed(1)} s; the chain (manifests/, functions as pods) Ready after ${(knative.readyAfterMs / 1000).toFixed(1)} s`,
+      );
+      // Knative's controllers and the new pods settle for a while after Ready (their first
+      // resyncs, the functions' first lists): apply as a user would, not in that first minute.
+      await new Promise((resolve) => setTimeout(resolve, settleMs));
+      print(
+        `load after ${settleMs / 1000} s settling: ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')}`,
       );
       const onKnative = await measureApplyToJob({
         kubeConfig: cluster.kubeConfig,

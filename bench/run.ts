@@ -2,6 +2,7 @@ import { brokerBench } from './broker.js';
 import { clusterBench } from './cluster.js';
 import { chainSpeedBench } from './chain-speed.js';
 import { cliBench } from './cli.js';
+import { containerImagesBench } from './container-images.js';
 import { controlPlaneBench } from './control-plane.js';
 import { functionServerBench } from './function-server.js';
 import { fleetScaleBench } from './fleet-scale.js';
@@ -28,6 +29,7 @@ const benches: BenchModule[] = [
   controlPlaneBench,
   kubeletNodeBench,
   imagesBench,
+  containerImagesBench,
   clusterBench,
   fleetScaleBench,
   chainSpeedBench,
