@@ -33,6 +33,30 @@ export function parseRequestCounts(text: string): RequestCounts {
 }
 
 export async function readRequestCounts(kubeConfig: KubeConfig): Promise<RequestCounts> {
+  return parseRequestCounts(await readMetricsText(kubeConfig));
+}
+
+const dispatched = /^apiserver_flowcontrol_dispatched_requests_total\{([^}]*)\}\s+([0-9.e+]+)$/;
+
+/**
+ * Requests the API server dispatched per FlowSchema (API Priority and Fairness:
+ * `apiserver_flowcontrol_dispatched_requests_total`): with a FlowSchema per ServiceAccount, the
+ * API server's own count of each client's requests, which `apiserver_request_total` does not
+ * split by client. Every request counts when it is dispatched, a WATCH when it starts.
+ */
+export function parseFlowSchemaCounts(text: string): RequestCounts {
+  const counts: RequestCounts = new Map();
+  for (const line of text.split('\n')) {
+    const match = dispatched.exec(line);
+    if (!match) continue;
+    const flowSchema = /flow_schema="([^"]*)"/.exec(match[1] ?? '')?.[1] ?? '?';
+    counts.set(flowSchema, (counts.get(flowSchema) ?? 0) + Number(match[2]));
+  }
+  return counts;
+}
+
+/** The API server's `/metrics` as text (the admin's client certificate or token). */
+export async function readMetricsText(kubeConfig: KubeConfig): Promise<string> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig names no cluster');
   const options: RequestOptions = {};
@@ -52,7 +76,7 @@ export async function readRequestCounts(kubeConfig: KubeConfig): Promise<Request
     req.on('error', reject);
     req.end();
   });
-  return parseRequestCounts(text);
+  return text;
 }
 
 /** after - before, without the keys that did not move. */

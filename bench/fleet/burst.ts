@@ -46,7 +46,9 @@ export interface BurstOptions {
   floor?: boolean;
 }
 
-const namespace = 'bench-fleet';
+/** Where the fleet's hosts and Provisionings live. */
+export const fleetNamespace = 'bench-fleet';
+const namespace = fleetNamespace;
 
 export function provisioning(index: number, hosts: number, nodesPer: number) {
   const cluster = `fleet-${index}`;
@@ -356,7 +358,7 @@ function logHostLookup(
 }
 
 /** What the chain wrote per Provisioning, by the API server's count: the floor writes the same. */
-function floorRecipe(counts: RequestCounts, provisionings: number): FloorRecipe {
+export function floorRecipe(counts: RequestCounts, provisionings: number): FloorRecipe {
   const per = (...keys: string[]) =>
     Math.round(keys.reduce((sum, key) => sum + (counts.get(key) ?? 0), 0) / Math.max(1, provisionings));
   return {
