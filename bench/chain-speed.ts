@@ -98,7 +98,7 @@ export const chainSpeedBench: BenchModule = {
   name:
     `chain speed: ${sizes.map((s) => `${s.provisionings}x${s.nodes}`).join(', ')} Provisionings x nodes against the floor` +
     (knativeSizes.length
-      ? `; on real Knative ${knativeSizes.map((s) => `${s.provisionings}x${s.nodes}`).join(', ')}`
+      ? `; on the real engine (functions as pods) ${knativeSizes.map((s) => `${s.provisionings}x${s.nodes}`).join(', ')}`
       : ''),
   run: async (print) => {
     const recipes = new Map<string, RunResult>();
