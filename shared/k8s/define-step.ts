@@ -69,6 +69,12 @@ export interface StepDefinition<Config, Data> {
   ) => Promise<CloudEvent<unknown> | undefined> | CloudEvent<unknown> | undefined;
   /** The resume's re-drive (pauseGate's onResume). */
   onResume?: (run: StepRun<Config>) => (fresh: StoredObject) => Promise<CloudEvent<unknown> | undefined>;
+  /**
+   * `false`: deliveries of one object run at once instead of one at a time (the per-object
+   * queue). Only for a step that may hold its request open for minutes, where the next delivery
+   * must not wait behind it. Default true.
+   */
+  queue?: boolean;
   /** The step: the live object is current, not paused, and the step not done for it. */
   run: (run: StepRun<Config>, live: StoredObject, data: Data) => Promise<HandlerResult>;
 }
@@ -83,25 +89,45 @@ export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
     // Before any client is made: an event the step skips from its data costs nothing.
     const pointer = step.read(data, context);
     if (!pointer) return undefined;
-    const run: StepRun<Config> = { context, clients: kubeClients(context.kubeConfig), cause: causeOf(event) };
-    const verdict = pointer.ref
-      ? // The event names the generation: a fault anywhere is recorded for it.
-        await withRetryingCondition(
-          run.clients,
-          pointer.target,
-          pointer.ref,
-          step.condition,
-          fieldManagerFor(context.functionName),
-          context.log,
-          () => prologue(step, run, pointer, data),
-        )
-      : await prologue(step, run, pointer, data);
-    if (verdict.kind !== 'ran' && verdict.kind !== 'done')
-      context.log.info(`step ${step.condition} not run: ${verdict.kind}`, {
-        object: `${pointer.target.namespace}/${pointer.target.name}`,
-      });
-    return 'reply' in verdict ? verdict.reply : undefined;
+    const { resource, namespace, name } = pointer.target;
+    const key = `${resource.group}/${resource.plural}/${namespace}/${name}`;
+    const handle = (waitedMs: number) => {
+      if (waitedMs > 0)
+        context.log.debug('waited for the deliveries before it for the same object', {
+          object: `${namespace}/${name}`,
+          waitedMs,
+        });
+      return handleEvent(step, context, pointer, data, event);
+    };
+    return context.queue && step.queue !== false ? context.queue.run(key, handle) : handle(0);
   };
+}
+
+async function handleEvent<Config, Data>(
+  step: StepDefinition<Config, Data>,
+  context: FunctionContext<Config>,
+  pointer: StepPointer,
+  data: Data,
+  event: CloudEvent<unknown>,
+): Promise<HandlerResult> {
+  const run: StepRun<Config> = { context, clients: kubeClients(context.kubeConfig), cause: causeOf(event) };
+  const verdict = pointer.ref
+    ? // The event names the generation: a fault anywhere is recorded for it.
+      await withRetryingCondition(
+        run.clients,
+        pointer.target,
+        pointer.ref,
+        step.condition,
+        fieldManagerFor(context.functionName),
+        context.log,
+        () => prologue(step, run, pointer, data),
+      )
+    : await prologue(step, run, pointer, data);
+  if (verdict.kind !== 'ran' && verdict.kind !== 'done')
+    context.log.info(`step ${step.condition} not run: ${verdict.kind}`, {
+      object: `${pointer.target.namespace}/${pointer.target.name}`,
+    });
+  return 'reply' in verdict ? verdict.reply : undefined;
 }
 
 async function prologue<Config, Data>(

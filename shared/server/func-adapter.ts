@@ -7,6 +7,7 @@ import { createLogger, type Logger } from '../log.js';
 import { routeEvent } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
 import { namespaceRefused } from './invoke.js';
+import { ObjectQueue } from './object-queue.js';
 import { postToSink, type Sink } from './sink.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from './types.js';
 
@@ -34,6 +35,7 @@ interface ProcessScope<Config> {
   config: Config;
   sink: Sink;
   log: Logger;
+  queue: ObjectQueue;
 }
 
 const isOurContext = <Config>(context: object): context is FunctionContext<Config> =>
@@ -63,6 +65,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
         config: parseEnv(definition.configSchema, process.env, definition.name),
         sink: { url: serverEnv.K_SINK ?? serverEnv.BROKER_URL, tokenFile: serverEnv.SINK_TOKEN_FILE },
         log: createLogger().child({ function: definition.name }),
+        queue: new ObjectQueue(),
       };
     })());
 
@@ -75,7 +78,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
     const event = asOurEvent(rawEvent);
     const routing = routeEvent(definition, event);
     if ('problem' in routing) throw new FuncHttpError(400, routing.problem.reason, routing.problem.message);
-    const { kubeConfig, config, sink, log: processLog } = await processScope();
+    const { kubeConfig, config, sink, log: processLog, queue } = await processScope();
     const log = processLog.child({ ...eventLogFields(event) });
     const traceparent = typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined;
     const ours: FunctionContext<Config> = {
@@ -87,6 +90,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
         await postToSink(definition.name, sink, sent);
       },
       ...(traceparent ? { traceparent } : {}),
+      queue,
     };
     try {
       return await routing.routed.run(ours);

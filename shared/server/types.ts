@@ -3,6 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import type { Logger } from '../log.js';
 import type { FunctionMetrics, MetricSpec } from '../telemetry/metrics.js';
+import type { ObjectQueue } from './object-queue.js';
 
 /**
  * What a handler gets besides the event. Mirrors faas-js-runtime's Context (log, ...) and
@@ -42,6 +43,11 @@ export interface FunctionContext<Config = unknown> {
    * a handler is called outside the server (unit tests), hence the `?.`.
    */
   metrics?: FunctionMetrics;
+  /**
+   * The server's per-object queue (object-queue.ts): the shared step's prologue runs the
+   * deliveries of one object one at a time. Absent when a handler is called outside a server.
+   */
+  queue?: ObjectQueue;
 }
 
 /** The result of a handler: a CloudEvent (sent back as the reply, HTTP 200) or nothing (HTTP 204). */

@@ -8,6 +8,11 @@
  *
  * Real API server, the functions' real HTTP servers; the harness plays the broker's retry by
  * posting the same CloudEvent (same source and id) again and dropping the first reply.
+ *
+ * And the per-object queue (shared/server/object-queue.ts, issue 26 item 3): an echo of the
+ * step's own write that arrives while the step runs waits for it, reads the object once, finds
+ * the step done and writes nothing. Every API request host-lookup makes is recorded
+ * (RecordingKubeConfig).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CloudEvent } from 'cloudevents';
@@ -15,6 +20,7 @@ import { EventTypes } from '../../../shared/events/types.js';
 import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
 import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
 import { useTestCluster } from '../../support/cluster.js';
+import { RecordingKubeConfig } from '../../support/recording-kube-config.js';
 import { ChainHarness, sourceEvent } from './support/chain-harness.js';
 import {
   conditionOf,
@@ -29,6 +35,7 @@ const mac = (i: number) => `dd:00:00:00:00:${String(i).padStart(2, '0')}`;
 
 describe('a redelivered event gets the reply it got the first time', () => {
   let harness: ChainHarness;
+  let recorder: RecordingKubeConfig;
   const ns = () => cluster.namespace;
   const provisioning = (name: string, i: number) =>
     createProvisioning(
@@ -39,14 +46,16 @@ describe('a redelivered event gets the reply it got the first time', () => {
   const again = (event: CloudEvent<unknown>) => new CloudEvent<unknown>({ ...event });
 
   beforeAll(async () => {
-    for (let i = 1; i <= 3; i++)
+    for (let i = 1; i <= 4; i++)
       await createBareMetalHost(cluster.kubeConfig, {
         name: `h-${i}`,
         namespace: ns(),
         bootMac: mac(i),
         nics: [{ name: 'eth0', mac: mac(i), ip: `10.40.0.${i}` }],
       });
-    harness = new ChainHarness(cluster.kubeConfig, { BMH_NAMESPACE: ns(), IP_SOURCES: 'nics' });
+    recorder = new RecordingKubeConfig();
+    recorder.loadFromFile(cluster.kubeconfigPath);
+    harness = new ChainHarness(recorder, { BMH_NAMESPACE: ns(), IP_SOURCES: 'nics' });
     await harness.start([hostLookup, inventoryRender]);
   });
   afterAll(() => harness?.stop());
@@ -90,6 +99,32 @@ describe('a redelivered event gets the reply it got the first time', () => {
       [200, EventTypes.hostsResolved],
     ]);
     expect(both[0]?.reply?.id).toBe(both[1]?.reply?.id);
+  });
+
+  it('host-lookup: an echo arriving while the step runs waits for it, reads once and writes nothing', async () => {
+    const created = await provisioning('echo-waits', 4);
+    // Another event for the same object (a new id), as the echo of the step's first write is.
+    const add = sourceEvent('add', created);
+    const echo = sourceEvent('update', created);
+    const before = recorder.calls.length;
+    const both = await Promise.all([
+      harness.deliver('host-lookup', add),
+      harness.deliver('host-lookup', echo),
+    ]);
+    // Whichever the server took first ran the step and replied; the other found it done.
+    expect(both.map((d) => [d.status, d.reply?.type]).sort()).toEqual([
+      [200, EventTypes.hostsResolved],
+      [204, undefined],
+    ]);
+    const calls = recorder.calls.slice(before).filter((c) => c.namespace === ns());
+    const count = (verb: string, resource: string) =>
+      calls.filter((c) => c.verb === verb && c.resource === resource).length;
+    // One read per delivery; the step's writes once: one Event, one claim of the one host.
+    expect(
+      calls.filter((c) => c.verb === 'get' && c.resource === 'provisionings' && c.name === 'echo-waits'),
+    ).toHaveLength(2);
+    expect(count('create', 'events')).toBe(1);
+    expect(count('patch', 'baremetalhosts')).toBe(1);
   });
 
   it('inventory-render: hosts.resolved delivered again replies inventory.rendered again; another does not', async () => {
