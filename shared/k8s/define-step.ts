@@ -1,4 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
+import type { QueueWait } from '../server/object-queue.js';
 import type { FunctionContext, HandlerResult } from '../server/types.js';
 import { kubeClients, type KubeClients } from './clients.js';
 import { isCurrent, type GenerationRef } from './condition-writer.js';
@@ -91,15 +92,20 @@ export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
     if (!pointer) return undefined;
     const { resource, namespace, name } = pointer.target;
     const key = `${resource.group}/${resource.plural}/${namespace}/${name}`;
-    const handle = (waitedMs: number) => {
-      if (waitedMs > 0)
-        context.log.debug('waited for the deliveries before it for the same object', {
-          object: `${namespace}/${name}`,
+    const handle = ({ waitedMs, gaveUp }: QueueWait) => {
+      const object = `${namespace}/${name}`;
+      if (gaveUp)
+        context.log.warn('a delivery for the same object is still running: this one runs beside it', {
+          object,
           waitedMs,
         });
+      else if (waitedMs > 0)
+        context.log.debug('waited for the deliveries before it for the same object', { object, waitedMs });
       return handleEvent(step, context, pointer, data, event);
     };
-    return context.queue && step.queue !== false ? context.queue.run(key, handle) : handle(0);
+    return context.queue && step.queue !== false
+      ? context.queue.run(key, handle)
+      : handle({ waitedMs: 0, gaveUp: false });
   };
 }
 

@@ -9,26 +9,56 @@
  *
  * In-process only, as controller-runtime's workqueue is per manager: another replica still races,
  * and that race stays safe as before (resourceVersion preconditions, host claims, step causes).
- * A key's entry goes when its last delivery ends, so the map holds only objects being handled.
+ * So the queue is a saving, never a dependency: a delivery waits at most `waitLimitMs` for the
+ * ones before it, then runs beside them, as it did without the queue (a request that never ends,
+ * say an API call on a dead connection, must not hold every later event of its object, nor the
+ * broker's retries of its own). A key's entry goes when its last delivery ends, so the map holds
+ * only objects being handled.
  */
+/** How a delivery's wait in the queue ended. */
+export interface QueueWait {
+  waitedMs: number;
+  /** It waited `waitLimitMs` and runs beside a delivery that has not ended. */
+  gaveUp: boolean;
+}
+
 export class ObjectQueue {
   /** Per key, the promise that settles when the last delivery queued for it has ended. */
   private readonly tails = new Map<string, Promise<void>>();
 
-  /** Runs `work` once every delivery queued before it for `key` has ended (however it ended). */
-  async run<T>(key: string, work: (waitedMs: number) => Promise<T>): Promise<T> {
+  /** `waitLimitMs`: how long a delivery waits for the ones before it at most. */
+  constructor(private readonly waitLimitMs = 30_000) {}
+
+  /**
+   * Runs `work` once every delivery queued before it for `key` has ended (however it ended), or
+   * once it has waited `waitLimitMs`; `work` learns how long it waited and whether it gave up.
+   */
+  async run<T>(key: string, work: (wait: QueueWait) => Promise<T>): Promise<T> {
     const before = this.tails.get(key);
     let ended!: () => void;
     const tail = new Promise<void>((resolve) => (ended = resolve));
-    this.tails.set(key, before ? before.then(() => tail) : tail);
-    const mine = this.tails.get(key);
+    let mine = before ? before.then(() => tail) : tail;
+    this.tails.set(key, mine);
     try {
       const queuedAt = Date.now();
-      if (before) await before;
-      return await work(before ? Date.now() - queuedAt : 0);
+      const gaveUp = before ? await this.waitFor(before) : false;
+      // Those queued next wait for this one alone, not for the one it gave up on.
+      if (gaveUp && this.tails.get(key) === mine) this.tails.set(key, (mine = tail));
+      return await work({ waitedMs: before ? Date.now() - queuedAt : 0, gaveUp });
     } finally {
       ended();
       if (this.tails.get(key) === mine) this.tails.delete(key);
+    }
+  }
+
+  /** True when the limit came first. */
+  private async waitFor(before: Promise<void>): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<true>((resolve) => (timer = setTimeout(resolve, this.waitLimitMs, true)));
+    try {
+      return await Promise.race([before.then(() => false as const), limit]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

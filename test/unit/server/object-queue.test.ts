@@ -65,7 +65,7 @@ describe('ObjectQueue', () => {
       throw new Error('boom');
     });
     const waited: number[] = [];
-    const next = queue.run('x', async (waitedMs) => {
+    const next = queue.run('x', async ({ waitedMs }) => {
       waited.push(waitedMs);
       return 'next';
     });
@@ -73,8 +73,35 @@ describe('ObjectQueue', () => {
     await expect(next).resolves.toBe('next');
     expect(waited[0]).toBeGreaterThanOrEqual(15);
     // Alone, it waits for nothing.
-    await queue.run('x', async (waitedMs) => waited.push(waitedMs));
+    await queue.run('x', async ({ waitedMs }) => waited.push(waitedMs));
     expect(waited[1]).toBe(0);
     expect(queue.objects).toBe(0);
+  });
+
+  it('waits at most its limit for a delivery that never ends, then runs beside it', async () => {
+    const queue = new ObjectQueue(40);
+    const log: string[] = [];
+    const hung = gate(log, 'hung');
+    void queue.run('x', hung.work);
+    const second = gate(log, 'second');
+    const waits: { waitedMs: number; gaveUp: boolean }[] = [];
+    const secondDone = queue.run('x', async (wait) => {
+      waits.push(wait);
+      return second.work();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(log).toEqual(['hung start', 'second start']);
+    expect(waits[0]?.gaveUp).toBe(true);
+    expect(waits[0]?.waitedMs).toBeGreaterThanOrEqual(35);
+    // The next one waits for the second alone (waiting for the hung one too, it would give up).
+    const third = queue.run('x', async (wait) => {
+      waits.push(wait);
+      return 'third';
+    });
+    second.open();
+    await secondDone;
+    await expect(third).resolves.toBe('third');
+    expect(waits[1]?.gaveUp).toBe(false);
+    hung.open();
   });
 });
