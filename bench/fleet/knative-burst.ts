@@ -22,6 +22,7 @@ import {
 import { fleetNamespace, provisioning } from './burst.js';
 import { writeFloor, type FloorRecipe } from './floor.js';
 import { createHosts, inParallel, stallMs } from './hosts.js';
+import { reportStall } from './stall-report.js';
 import { watchSteps } from './watch-steps.js';
 
 /**
@@ -179,6 +180,11 @@ export async function runKnativeBurst(options: {
       result.burstSeconds = (performance.now() - started) / 1000;
     } catch (error) {
       result.stoppedBy = (error as Error).message;
+      await reportStall(
+        cluster.kubeConfig,
+        { fleet: fleetNamespace, functions: shippedFunctionsNamespace },
+        log,
+      ).catch((reportError: unknown) => log(`  (no stall report: ${String(reportError)})`));
     }
     result.launched = Math.max(0, launched.size - 1);
     const after = await readMetricsText(cluster.kubeConfig);
