@@ -56,6 +56,25 @@ if [ "$purpose" = test ] && [ "$(id -u)" = 0 ] && [ "$(sysctl -n fs.inotify.max_
   sysctl -qw fs.inotify.max_user_instances=1024
 fi
 
+# The Debian roots are mostly downloads and unpacking, the Go builds below mostly CPU: on a new
+# machine the roots are built meanwhile, in the background (minutes saved on a cold run).
+roots_pid=
+if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
+  # In a process group of its own (setsid), so that a failed engine build, which ends this
+  # script, ends the roots' builds too (mmdebstrap and its children included).
+  # shellcheck disable=SC2016
+  setsid bash -c '
+    set -euo pipefail
+    # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.
+    bash scripts/debian-root.sh >/dev/null
+    # The Debian roots of the project'"'"'s images (`npm run images`, test/integration/container-images).
+    bash scripts/image-roots.sh base >/dev/null
+    bash scripts/image-roots.sh kud >/dev/null
+  ' &
+  roots_pid=$!
+  # (The plain pid too: in its first instant the group may not exist yet.)
+  trap '[ -z "$roots_pid" ] || kill -- "-$roots_pid" 2>/dev/null || kill "$roots_pid" 2>/dev/null || true' EXIT
+fi
 bash engines/build.sh >/dev/null
 # The S3 server (versitygw) of the image service's tests and `bpa dev`: minutes the first time, then cached.
 bash engines/build.sh s3 >/dev/null
@@ -74,12 +93,9 @@ if [ "$purpose" = test ]; then
   bash engines/build.sh node >/dev/null
   bash engines/build.sh coredns >/dev/null
 fi
-if [ "$purpose" = test ] && [ "$(id -u)" = 0 ]; then
-  # The Debian root + local apt repository of the apt tests (scripts/debian-root.sh), cached per version.
-  bash scripts/debian-root.sh >/dev/null
-  # The Debian roots of the project's images (`npm run images`, test/integration/container-images).
-  bash scripts/image-roots.sh base >/dev/null
-  bash scripts/image-roots.sh kud >/dev/null
+if [ -n "$roots_pid" ]; then
+  wait "$roots_pid" || { echo "[prereqs] the Debian roots failed (their lines above say why)" >&2; exit 1; }
+  roots_pid=
 fi
 npm run --silent build
 if [ "$purpose" = test ]; then
