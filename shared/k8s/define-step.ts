@@ -80,6 +80,9 @@ export interface StepDefinition<Config, Data> {
   run: (run: StepRun<Config>, live: StoredObject, data: Data) => Promise<HandlerResult>;
 }
 
+/** Logged when a delivery waited in the per-object queue (at info from a second on). */
+export const waitedLine = 'waited for the deliveries before it for the same object';
+
 /** The event handler of a step (for `on(schema, handler)`). */
 export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
   return async (
@@ -99,8 +102,9 @@ export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
           object,
           waitedMs,
         });
-      else if (waitedMs > 0)
-        context.log.debug('waited for the deliveries before it for the same object', { object, waitedMs });
+      // A second or more is worth a line at info: a slow step held its object's next events.
+      else if (waitedMs >= 1000) context.log.info(waitedLine, { object, waitedMs });
+      else if (waitedMs > 0) context.log.debug(waitedLine, { object, waitedMs });
       return handleEvent(step, context, pointer, data, event);
     };
     return context.queue && step.queue !== false
