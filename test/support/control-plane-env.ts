@@ -20,6 +20,8 @@ export const testEnv = {
   nodeHostPaths: 'BPA_TEST_NODE_HOST_PATHS',
   /** JSON: the functions' image env (KUD_IMAGE, CLEANUP_IMAGE, ...) naming images the node holds. */
   nodeImages: 'BPA_TEST_NODE_IMAGES',
+  /** JSON: where lab hosts join the run's node (local/lab/lab-network.ts NodeNetworkAttachment). */
+  nodeLab: 'BPA_TEST_NODE_LAB',
   /** Why the node does not run (one line): the run has the control plane alone. */
   noNode: 'BPA_TEST_NO_NODE',
   /** Knative Eventing's version when the global setup installed it on the run's node. */

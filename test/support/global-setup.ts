@@ -100,6 +100,7 @@ export default async function globalSetup(): Promise<void> {
     const { node, images } = cluster;
     process.env[testEnv.node] = node.name;
     process.env[testEnv.nodeHostPaths] = node.hostRoot;
+    process.env[testEnv.nodeLab] = JSON.stringify(node.lab);
     // The images the functions' Jobs name (install, kubeconfig publisher, cleanup, KUD's default):
     // the node's own, by digest (test/support/node.ts nodeImageEnv), as `bpa dev` gives them.
     process.env[testEnv.nodeImages] = JSON.stringify(jobImagesEnv(images.references));
