@@ -72,6 +72,10 @@ export async function createLabNetwork(
       await ip('-n', netns, 'link', 'set', 'eth0', 'up');
       for (const route of attachment.returnRoutes)
         await ip('-n', netns, 'route', 'add', route, 'via', attachment.gateway);
+      // An address used before (an earlier lab host, gone) may still be in the node's neighbour
+      // table with that host's MAC, for half a minute: the node would send the new host's
+      // packets there, and the new host would drop them.
+      await inNode('neigh', 'flush', 'to', address);
     }
     return { hosts: [...hosts], remove };
   } catch (error) {
