@@ -16,7 +16,8 @@ import type { CloudEvent } from 'cloudevents';
 import { silentLogger } from '../../shared/log.js';
 import { startApiServerSources } from '../../local/sources/index.js';
 import { useTestCluster } from '../support/cluster.js';
-import { startSshHosts, type SshHosts } from '../support/sshd.js';
+import { type SshHosts } from '../support/sshd.js';
+import { startNodeSshHosts } from '../support/node-lab-hosts.js';
 import { startApiProxy, type ApiProxy } from '../support/faults/api-proxy.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
 import { createProvisioning } from '../integration/functions/support/fixtures.js';
@@ -50,7 +51,7 @@ describeOnNode('API faults', () => {
   let dir: string;
 
   beforeAll(async () => {
-    lab = await startSshHosts({ count: 2, firstAddress: 50 });
+    lab = await startNodeSshHosts({ count: 2 });
     dir = await mkdtemp(join(tmpdir(), 'bpa-api-faults-'));
     proxy = await startApiProxy(cluster.kubeConfig);
     const { knownHostsPath } = await prepareNamespace(cluster.kubeConfig, cluster.namespace, lab, dir);

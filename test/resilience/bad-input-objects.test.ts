@@ -11,7 +11,7 @@
  * an object valid by the contract (the test's own reading of contract.md, not the product's
  * schemas) is skipped: such an object is allowed to proceed.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,9 @@ import { join } from 'node:path';
 import { ApiException, BatchV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import { useTestCluster } from '../support/cluster.js';
-import { startSshHosts, type SshHosts } from '../support/sshd.js';
+import { type SshHosts } from '../support/sshd.js';
+import { startNodeSshHosts } from '../support/node-lab-hosts.js';
+import { describeOnNode } from '../support/node.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
 import {
   bpaGroup,
@@ -123,13 +125,13 @@ function validSoftware(value: unknown): boolean {
   );
 }
 
-describe('hostile resources through the API server and the functions', () => {
+describeOnNode('hostile resources through the API server and the functions', () => {
   let lab: SshHosts;
   let chain: FaultyChain;
   let dir: string;
 
   beforeAll(async () => {
-    lab = await startSshHosts({ count: 1, firstAddress: 95 });
+    lab = await startNodeSshHosts({ count: 1 });
     dir = await mkdtemp(join(tmpdir(), 'bpa-bad-objects-'));
     const { knownHostsPath } = await prepareNamespace(cluster.kubeConfig, cluster.namespace, lab, dir);
     // The Provisioning's hosts: both MACs are BareMetalHosts whose NICs resolve to the lab host.
@@ -262,7 +264,8 @@ describe('hostile resources through the API server and the functions', () => {
     const s = await applyAndHandle('softwares', software, 0);
     expect(s.outcome).toBe('no False condition');
     before = await derived();
-    expect(before.jobs).toEqual([...start.jobs, 'kud-hostile'].sort());
+    // The KUD Job, and the Software's install Job (its pod on the node made the one session).
+    expect(before.jobs).toEqual([...start.jobs, 'kud-hostile', 'hostile-softwares-0-install-1'].sort());
     expect(before.configMaps.length).toBeGreaterThan(start.configMaps.length);
     const installed = await conditionsOf(
       cluster.kubeConfig,

@@ -1,6 +1,7 @@
 /**
  * Error reasons that nothing else provokes, each through a function's real HTTP server, the real
- * kube-apiserver and (for SSH) real OpenSSH servers on 127.0.0.N:
+ * kube-apiserver and (for SSH) real OpenSSH servers (on the run's node lab network where an install Job
+ * must reach them, on 127.0.0.N where the test opens the session itself):
  * - MissingNamespace: a source event whose object has no namespace is a 400 with that reason,
  *   for host-lookup and software-install, and nothing is read or written for it.
  * - LeasesUnreadable: a lease file that exists but cannot be read (a directory) is a 503 and
@@ -24,9 +25,16 @@ import { definition as inventoryRender } from '../../functions/inventory-render/
 import { definition as softwareInstall } from '../../functions/software-install/index.js';
 import { runSshCommand } from '../../functions/software-install/ssh/session.js';
 import { useTestCluster } from '../support/cluster.js';
-import { startSshHosts, type SshHosts, type SshTestHost } from '../support/sshd.js';
+import { type SshHosts, type SshTestHost } from '../support/sshd.js';
+import { startNodeSshHosts } from '../support/node-lab-hosts.js';
+import { describeOnNode } from '../support/node.js';
 import { startApiProxy, type ApiProxy } from '../support/faults/api-proxy.js';
-import { ChainHarness, sourceEvent, type Delivery } from '../integration/functions/support/chain-harness.js';
+import {
+  ChainHarness,
+  replyTypes,
+  sourceEvent,
+  type Delivery,
+} from '../integration/functions/support/chain-harness.js';
 import {
   conditionOf,
   createBareMetalHost,
@@ -319,13 +327,13 @@ describe('ConfigMapConflict', () => {
   });
 });
 
-describe('KnownHostsUnreadable', () => {
+describeOnNode('KnownHostsUnreadable', () => {
   let lab: SshHosts;
   let harness: ChainHarness;
   let dir: string;
 
   beforeAll(async () => {
-    lab = await startSshHosts({ count: 1, firstAddress: 112 });
+    lab = await startNodeSshHosts({ count: 1 });
     dir = await mkdtemp(join(tmpdir(), 'bpa-reasons-known-hosts-'));
     await addSshKeySecret(lab, 'ssh-key-keyless');
     await addClusterConfigMap('keyless', { MASTER_m: lab.hosts[0]!.ip });
@@ -363,12 +371,17 @@ describe('KnownHostsUnreadable', () => {
   it('once the file is readable, the next retry installs', async () => {
     await writeFile(join(dir, 'known_hosts'), lab.knownHosts());
     const software = await getSoftware('keyless-tools');
-    const retried = await harness.deliver('software-install', sourceEvent('update', software));
-    expect(retried.status).toBe(200);
-    expect(retried.reply?.type).toBe('org.akraino.icn.bpa.software.installed');
+    // The retry creates the install Job (204); the Job's recorded outcome is announced in answer
+    // to the Software's update.
+    const retried = await harness.publish(sourceEvent('update', software));
+    expect(retried.map((d) => d.status)).toEqual([204, 200]);
+    expect(replyTypes(retried)).toEqual(['org.akraino.icn.bpa.software.installed']);
     expect(lab.hosts[0]!.commands()).toHaveLength(1);
   });
 });
+
+/** An IP address as a regular expression's literal text. */
+const escaped = (ip: string) => ip.replace(/\./g, '\\.');
 
 /** A process's parent and process group, from /proc/<pid>/stat (fields after the command name). */
 async function statOf(pid: number): Promise<{ parent: number; group: number }> {
@@ -428,15 +441,15 @@ const killServer = (session: { group: number; sshd: number }) => {
   setTimeout(() => killQuietly(-session.group), 2000);
 };
 
-describe('CommandKilled and SessionClosed', () => {
+describeOnNode('CommandKilled and SessionClosed', () => {
   let lab: SshHosts;
   let killed: SshTestHost;
   let dropped: SshTestHost;
 
   beforeAll(async () => {
-    lab = await startSshHosts({
+    // On the node's lab network: the third test's install Job (a pod on the node) reaches them.
+    lab = await startNodeSshHosts({
       count: 2,
-      firstAddress: 110,
       behaviours: [
         { kind: 'hang', seconds: 120 },
         { kind: 'hang', seconds: 120 },
@@ -476,7 +489,9 @@ describe('CommandKilled and SessionClosed', () => {
     killServer(await waitForHangingSession(dropped));
     const outcome = await result;
     expect(outcome.error?.reason).toBe('SessionClosed');
-    expect(outcome.error?.message).toMatch(/^The (SSH connection to|session on) 127\.0\.0\.111:\d+ closed/);
+    expect(outcome.error?.message).toMatch(
+      new RegExp(`^The (SSH connection to|session on) ${escaped(dropped.ip)}:\\d+ closed`),
+    );
     expect(outcome.exitCode).toBeNull();
   });
 
@@ -496,24 +511,29 @@ describe('CommandKilled and SessionClosed', () => {
     await harness.start([softwareInstall]);
     try {
       const software = await createSoftware(cluster.kubeConfig, cluster.namespace, 'cut-tools', 'cut');
-      const delivery = harness.deliver('software-install', sourceEvent('add', software));
+      // The add creates the install Job; its pod opens the sessions killed here.
+      const deliveries = harness.publish(sourceEvent('add', software));
       const [onKilled, onDropped] = await Promise.all([
         waitForHangingSession(killed),
         waitForHangingSession(dropped),
       ]);
       killCommand(onKilled);
       killServer(onDropped);
-      const answered = await delivery;
-      expect(answered.status).toBe(200);
-      expect(answered.reply?.type).toBe('org.akraino.icn.bpa.software.failed');
+      const answered = await deliveries;
+      expect(answered.map((d) => d.status)).toEqual([204, 200]);
+      expect(replyTypes(answered)).toEqual(['org.akraino.icn.bpa.software.failed']);
       const stored = await getSoftware('cut-tools');
       expect(stored.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
         status: 'False',
         reason: 'InstallFailed',
       });
       const errors = Object.fromEntries((stored.status?.hosts ?? []).map((h) => [h.node, h.error ?? '']));
-      expect(errors.killed).toMatch(/^The command was killed by signal SIGKILL on 127\.0\.0\.110:/);
-      expect(errors.dropped).toMatch(/^The (SSH connection to|session on) 127\.0\.0\.111:\d+ closed/);
+      expect(errors.killed).toMatch(
+        new RegExp(`^The command was killed by signal SIGKILL on ${escaped(killed.ip)}:`),
+      );
+      expect(errors.dropped).toMatch(
+        new RegExp(`^The (SSH connection to|session on) ${escaped(dropped.ip)}:\\d+ closed`),
+      );
     } finally {
       await harness.stop();
       await rm(dir, { recursive: true, force: true });

@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import type { CloudEvent } from 'cloudevents';
 import { EventTypes } from '../../shared/events/types.js';
 import { useTestCluster } from '../support/cluster.js';
-import { startSshHosts, type SshHosts } from '../support/sshd.js';
+import { type SshHosts } from '../support/sshd.js';
+import { startNodeSshHosts } from '../support/node-lab-hosts.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
 import { createProvisioning } from '../integration/functions/support/fixtures.js';
 import { FaultTally } from './report/tally.js';
@@ -44,7 +45,7 @@ describeOnNode('event faults', () => {
   let dir: string;
 
   beforeAll(async () => {
-    lab = await startSshHosts({ count: 2, firstAddress: 40 });
+    lab = await startNodeSshHosts({ count: 2 });
     dir = await mkdtemp(join(tmpdir(), 'bpa-event-faults-'));
     const { knownHostsPath } = await prepareNamespace(cluster.kubeConfig, cluster.namespace, lab, dir);
     for (let i = 0; i <= droppable.length; i++)

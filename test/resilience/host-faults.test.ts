@@ -1,11 +1,12 @@
 /**
  * Host faults, through the software-install function (real HTTP server, real API server, real
- * OpenSSH servers on 127.0.0.N, known_hosts configured): one host refuses connections, one
+ * OpenSSH servers on the run's node's lab network, known_hosts configured) and its install Job
+ * (a pod on the node): one host refuses connections, one
  * accepts TCP and never greets, one hangs after the command starts, one's command fails, one
  * presents a new host key. Only those hosts fail, each with its own message; the healthy hosts
  * install; the hang costs the command timeout and no more.
  */
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,9 +14,10 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { EventTypes } from '../../shared/events/types.js';
 import { definition as softwareInstall } from '../../functions/software-install/index.js';
 import { useTestCluster } from '../support/cluster.js';
-import { startSshHosts, type SshHosts } from '../support/sshd.js';
-import { startBlackHole, type BlackHole } from '../support/faults/black-hole.js';
-import { ChainHarness, sourceEvent } from '../integration/functions/support/chain-harness.js';
+import { startNodeSshHosts, type NodeSshHosts } from '../support/node-lab-hosts.js';
+import { describeOnNode } from '../support/node.js';
+import { startBlackHoleIn, type BlackHole } from '../support/faults/black-hole.js';
+import { ChainHarness, replyTypes, sourceEvent } from '../integration/functions/support/chain-harness.js';
 import { bpaGroup, createReadyProvisioning } from '../integration/functions/support/fixtures.js';
 import { FaultTally } from './report/tally.js';
 
@@ -32,16 +34,19 @@ interface HostStatus {
   durationMs: number;
 }
 
-describe('host faults during a Software install', () => {
-  let lab: SshHosts;
+describeOnNode('host faults during a Software install', () => {
+  let lab: NodeSshHosts;
   let blackHole: BlackHole;
   let harness: ChainHarness;
   let dir: string;
 
   beforeAll(async () => {
-    // 127.0.0.30-35: ok-1, refused, hang, fail, rekeyed, ok-2; 127.0.0.36 never greets.
-    lab = await startSshHosts({ count: 6, firstAddress: 30 });
-    blackHole = await startBlackHole('127.0.0.36', lab.port);
+    // On the node's lab network (the install Job's pod reaches them): ok-1, refused, hang, fail,
+    // rekeyed, ok-2, and a seventh whose sshd makes way for a listener that never greets.
+    lab = await startNodeSshHosts({ count: 7 });
+    const silent = lab.hosts[6]!;
+    await lab.stop(silent);
+    blackHole = await startBlackHoleIn(lab.netnsOf(silent.ip), silent.ip, lab.port);
     dir = await mkdtemp(join(tmpdir(), 'bpa-host-faults-'));
     await writeFile(join(dir, 'known_hosts'), lab.knownHosts());
     const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
@@ -111,9 +116,11 @@ describe('host faults during a Software install', () => {
         spec: { masterSoftware: ['htop'], workerSoftware: ['tmux'] },
       },
     });
-    const [delivery] = await harness.publish(sourceEvent('add', software as never));
-    expect(delivery?.status).toBe(200);
-    expect(delivery?.reply?.type).toBe(EventTypes.softwareFailed);
+    // The add creates the install Job (204); its outcome, recorded by the Job, is announced in
+    // answer to the Software's update.
+    const deliveries = await harness.publish(sourceEvent('add', software as never));
+    expect(deliveries.map((d) => d.status)).toEqual([204, 200]);
+    expect(replyTypes(deliveries)).toEqual([EventTypes.softwareFailed]);
 
     const live = (await api.getNamespacedCustomObject({
       ...bpaGroup,

@@ -3,7 +3,7 @@
  * as a tenant (test/resilience/support/tenant.ts: a ServiceAccount holding only its namespace's
  * rights; for the look-alike RBAC objects, plus what a namespace admin holds: Roles,
  * RoleBindings and ServiceAccounts of its own namespace), against the real kube-apiserver,
- * software-install's real HTTP server (ChainHarness, INSTALL_RUNNER=job) and real OpenSSH hosts
+ * software-install's real HTTP server (ChainHarness) and real OpenSSH hosts
  * that record every session (test/support/sshd.ts). Each attack is recorded as gained nothing or
  * not in the resilience report ("Attacks").
  */
@@ -117,12 +117,15 @@ beforeAll(async () => {
       subjects: [{ kind: 'ServiceAccount', name: tenant.serviceAccount, namespace: cluster.namespace }],
     },
   });
-  harness = new ChainHarness(cluster.kubeConfig, {
-    SSH_USER: lab.username,
-    SSH_PORT: String(lab.port),
-    INSTALL_RUNNER: 'job',
-    INSTALL_JOB_IMAGE: 'registry.example/bpa/software-install:test',
-  });
+  harness = new ChainHarness(
+    cluster.kubeConfig,
+    {
+      SSH_USER: lab.username,
+      SSH_PORT: String(lab.port),
+      INSTALL_JOB_IMAGE: 'registry.example/bpa/software-install:test',
+    },
+    { followInstallJobs: false },
+  );
   await harness.start([softwareInstall]);
 }, 120_000);
 afterAll(async () => {

@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { useTestCluster } from '../support/cluster.js';
-import { startSshHosts, type SshHosts } from '../support/sshd.js';
+import { type SshHosts } from '../support/sshd.js';
+import { startNodeSshHosts } from '../support/node-lab-hosts.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
 import {
   createBareMetalHost,
@@ -70,7 +71,7 @@ describeOnNode('load', () => {
   let dir: string;
 
   beforeAll(async () => {
-    lab = await startSshHosts({ count: 20, firstAddress: 70 });
+    lab = await startNodeSshHosts({ count: 20 });
     dir = await mkdtemp(join(tmpdir(), 'bpa-load-'));
     const { knownHostsPath } = await prepareNamespace(cluster.kubeConfig, cluster.namespace, lab, dir);
     const hosts = Array.from({ length: provisionings * nodesPerCluster }, (_, i) => i);

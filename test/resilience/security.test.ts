@@ -22,7 +22,8 @@ import { createLogger } from '../../shared/log.js';
 import { EventTypes } from '../../shared/events/types.js';
 import { createNamespace, deleteNamespace, uniqueNamespaceName } from '../../local/control-plane/index.js';
 import { useTestCluster } from '../support/cluster.js';
-import { startSshHosts, type SshHosts } from '../support/sshd.js';
+import { type SshHosts } from '../support/sshd.js';
+import { startNodeSshHosts } from '../support/node-lab-hosts.js';
 import { sourceEvent } from '../integration/functions/support/chain-harness.js';
 import {
   bpaGroup,
@@ -59,7 +60,7 @@ describeOnNode('security claims', () => {
   const logLines: string[] = [];
 
   beforeAll(async () => {
-    lab = await startSshHosts({ count: 2, firstAddress: 60 });
+    lab = await startNodeSshHosts({ count: 2 });
     dir = await mkdtemp(join(tmpdir(), 'bpa-security-'));
     const { knownHostsPath } = await prepareNamespace(cluster.kubeConfig, cluster.namespace, lab, dir);
     await createClusterHosts(cluster.kubeConfig, cluster.namespace, lab, 0, 2);

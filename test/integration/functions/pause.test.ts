@@ -279,14 +279,17 @@ describe('a paused Software', () => {
         data: { MASTER_s1: lab.hosts[0]?.ip ?? '' },
       },
     });
-    harness = new ChainHarness(cluster.kubeConfig, {
-      SSH_USER: lab.username,
-      SSH_PORT: String(lab.port),
-      SSH_KEY_SECRET: 'sw-key',
-      SWEEP_NAMESPACES: ns(),
-      INSTALL_RUNNER: 'job',
-      INSTALL_JOB_IMAGE: 'registry.example/bpa/software-install:test',
-    });
+    harness = new ChainHarness(
+      cluster.kubeConfig,
+      {
+        SSH_USER: lab.username,
+        SSH_PORT: String(lab.port),
+        SSH_KEY_SECRET: 'sw-key',
+        SWEEP_NAMESPACES: ns(),
+        INSTALL_JOB_IMAGE: 'registry.example/bpa/software-install:test',
+      },
+      { followInstallJobs: false },
+    );
     await harness.start([softwareInstall]);
   }, 120_000);
   afterAll(async () => {

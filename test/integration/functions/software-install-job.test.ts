@@ -420,7 +420,7 @@ describe('on recording hosts (faults on purpose)', () => {
   }, 120_000);
 });
 
-describe('software-install creates the Job (INSTALL_RUNNER=job) and holds no request open', () => {
+describe('software-install creates the Job and holds no request open', () => {
   let lab: SshHosts;
   let harness: ChainHarness;
   beforeAll(async () => {
@@ -428,13 +428,16 @@ describe('software-install creates the Job (INSTALL_RUNNER=job) and holds no req
     await createKeySecret('ssh-key-secret', lab.privateKey);
     await createReadyProvisioning(cluster.kubeConfig, cluster.namespace, 'launch');
     await createClusterNodes('launch', { MASTER_l1: lab.hosts[0]?.ip ?? '' });
-    harness = new ChainHarness(cluster.kubeConfig, {
-      SSH_USER: lab.username,
-      SSH_PORT: String(lab.port),
-      INSTALL_RUNNER: 'job',
-      INSTALL_JOB_IMAGE: 'registry.example/bpa/software-install:test',
-      INSTALL_RETRY_DELAY_SECONDS: '1',
-    });
+    harness = new ChainHarness(
+      cluster.kubeConfig,
+      {
+        SSH_USER: lab.username,
+        SSH_PORT: String(lab.port),
+        INSTALL_JOB_IMAGE: 'registry.example/bpa/software-install:test',
+        INSTALL_RETRY_DELAY_SECONDS: '1',
+      },
+      { followInstallJobs: false },
+    );
     await harness.start([softwareInstall]);
   }, 120_000);
   afterAll(async () => {

@@ -9,12 +9,13 @@
  * InProgress (Progressing) while working or waiting, Current (Healthy) when Ready, Failed
  * (Degraded) when it cannot go on without a change.
  *
- * Imitations, said here: the suite does not use the node, so no KUD pod runs; the KUD Job's end
+ * Imitations, said here: the Provisioning part does not use the node, so no KUD pod runs; the KUD Job's end
  * (Complete or Failed, with the companion condition the API server requires) is written onto the
  * real Job's status by the test, in the Job controller's place, and kud-job-launch reads it from
- * the API server as usual. Software
- * installs run in the request (INSTALL_RUNNER=in-request) over SSH to real OpenSSH hosts
- * (test/support/sshd.ts); the Image goes through the real image service (tus, versitygw).
+ * the API server as usual. Softwares
+ * are installed by their install Jobs, on the run's node, over SSH to real OpenSSH hosts on its
+ * lab network (test/support/node-lab-hosts.ts); the Image goes through the real image service
+ * (tus, versitygw).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -40,11 +41,18 @@ import { readImage } from '../../../shared/k8s/image.js';
 import { silentLogger } from '../../../shared/log.js';
 import { useTestCluster } from '../../support/cluster.js';
 import { pastOwnershipGrace } from '../../support/ownership.js';
-import { createKudSshKeySecret } from '../../support/node.js';
+import { createKudSshKeySecret, describeOnNode } from '../../support/node.js';
 import { serviceAccountToken } from '../../support/service-account-kubeconfig.js';
-import { startSshHosts, type SshHosts } from '../../support/sshd.js';
+import { type SshHosts } from '../../support/sshd.js';
+import { startNodeSshHosts } from '../../support/node-lab-hosts.js';
 import { waitFor } from '../../../local/control-plane/index.js';
-import { ChainHarness, jobUpdateEvent, pingEvent, sourceEvent } from '../functions/support/chain-harness.js';
+import {
+  ChainHarness,
+  jobUpdateEvent,
+  pingEvent,
+  replyTypes,
+  sourceEvent,
+} from '../functions/support/chain-harness.js';
 import {
   bpaGroup,
   createBareMetalHost,
@@ -395,13 +403,13 @@ describe('Provisioning', () => {
   });
 });
 
-describe('Software', () => {
+describeOnNode('Software', () => {
   let lab: SshHosts;
   let harness: ChainHarness;
   const read = (name: string) => readAs('softwares', name);
 
   beforeAll(async () => {
-    lab = await startSshHosts({ count: 2, firstAddress: 140 });
+    lab = await startNodeSshHosts({ count: 2 });
     await core().createNamespacedSecret({
       namespace: ns(),
       body: {
@@ -473,7 +481,7 @@ describe('Software', () => {
 
     await provisioned('sw-ready', ip, true);
     const deliveries = await software('sw-ready-tools', 'sw-ready', { masterSoftware: ['htop'] });
-    expect(deliveries.map((d) => d.reply?.type)).toEqual([EventTypes.softwareInstalled]);
+    expect(replyTypes(deliveries)).toEqual([EventTypes.softwareInstalled]);
     const installed = await read('sw-ready-tools');
     expect(installed.status?.observedGeneration).toBe(installed.metadata.generation);
     expectJudged(installed, 'Current');
@@ -484,7 +492,7 @@ describe('Software', () => {
     await lab.setBehaviour(ip, { kind: 'fail', exitCode: 100, stderr: 'E: Unable to fetch some archives' });
     await provisioned('sw-failing', ip, true);
     const deliveries = await software('sw-failing-tools', 'sw-failing', { masterSoftware: ['htop'] });
-    expect(deliveries.map((d) => d.reply?.type)).toEqual([EventTypes.softwareFailed]);
+    expect(replyTypes(deliveries)).toEqual([EventTypes.softwareFailed]);
     const failed = await read('sw-failing-tools');
     expect(failed.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
       reason: 'InstallFailed',
@@ -551,6 +559,17 @@ describe('Image', () => {
     return image;
   };
 
+  /**
+   * In `phase` and done writing it. image-verify writes its verdict in two requests: the apply of
+   * phase, Ready and Stalled, then a JSON patch that removes the Reconciling condition
+   * image-upload wrote (one manager's apply cannot remove another's condition,
+   * shared/k8s/status-apply.ts). A read between the two sees the new phase with Reconciling=True
+   * still there, which kstatus and Flux read as InProgress until the second request lands.
+   */
+  const settled = (image: Awaited<ReturnType<typeof read>>, phase: string) =>
+    image.status?.phase === phase &&
+    !(image.status?.conditions ?? []).some((c) => c.type === 'Reconciling' && c.status === 'True');
+
   it('is InProgress while the upload waits for bytes', async () => {
     const response = await fetch(images.uploadUrl, {
       method: 'POST',
@@ -570,7 +589,7 @@ describe('Image', () => {
   it('is Current once verified, Failed when the checksum does not match', async () => {
     const data = randomBytes(64 * 1024);
     await upload(data, 'good.img');
-    await waitFor(async () => ((await read('good.img')).status?.phase === 'Ready' ? true : undefined), {
+    await waitFor(async () => (settled(await read('good.img'), 'Ready') ? true : undefined), {
       what: 'image Ready',
       timeoutMs: 20_000,
     });
@@ -578,7 +597,7 @@ describe('Image', () => {
 
     const wrong = createHash('sha256').update('something else').digest('hex');
     await upload(data, 'bad.img', { sha256: wrong });
-    await waitFor(async () => ((await read('bad.img')).status?.phase === 'Failed' ? true : undefined), {
+    await waitFor(async () => (settled(await read('bad.img'), 'Failed') ? true : undefined), {
       what: 'image Failed',
       timeoutMs: 20_000,
     });

@@ -13,7 +13,7 @@
  * (kud-waits, test/fixtures/node/kud-installers) exits 0 when the test releases it, so the sweep
  * sees a Job that really runs. Nothing writes a Job's status but the Job controller.
  *
- * software-install takes the Job path (INSTALL_RUNNER=job, the default): it creates the install
+ * software-install takes the Job path (the only one, contract section 11): it creates the install
  * Job with its ServiceAccount, Role and RoleBinding (RBAC checks that it holds every rule it puts
  * into the Role), and the Job's code runs here as that ServiceAccount, so the Role is proven by
  * use too, and the grants software-install holds only to delegate (`delegated`) are made by it.
@@ -280,19 +280,18 @@ describeOnNode('each function under its own ServiceAccount', () => {
       SSH_CONNECT_TIMEOUT_SECONDS: '10',
       SSH_TIMEOUT_SECONDS: '30',
       KUD_IMAGE: kudTestImage.waits,
-      // The default, said here: the Job path is what the shipped RBAC must allow.
-      INSTALL_RUNNER: 'job',
       // The install Job's pod must not race the in-process run below (which proves its Role):
       // an image the node does not map leaves it waiting (ErrImageNeverPull).
       INSTALL_JOB_IMAGE: 'bpa.local/test/not-mapped:1',
     };
     functionsEnv = env;
-    chain = new ChainHarness(admin());
+    chain = new ChainHarness(admin(), {}, { followInstallJobs: false });
     for (const definition of functions) {
       const name = definition.name as FunctionName;
       const serviceAccount = `${prefix}${rbacTable[name]?.serviceAccount}`;
       const kubeConfig = await asServiceAccount(admin(), namespace, serviceAccount, new RecordingKubeConfig());
-      const harness = new ChainHarness(kubeConfig, env);
+      // The install Job's pod never starts here (its image is not mapped): nothing to wait for.
+      const harness = new ChainHarness(kubeConfig, env, { followInstallJobs: false });
       await harness.start([definition]);
       perFunction.set(name, { harness, kubeConfig });
       // One router over every server, so a reply goes on to the next function as the broker would.

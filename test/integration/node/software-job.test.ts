@@ -1,6 +1,6 @@
 /**
  * The install Job on the one-machine cluster, end to end (contract section 11): a Software
- * applied -> software-install (INSTALL_RUNNER=job, the default) creates the install Job, its
+ * applied -> software-install creates the install Job, its
  * ServiceAccount, Role and RoleBinding -> Kubernetes' own Job controller (kube-controller-manager)
  * makes its pod -> the real node (local/kubelet-node: kubelet + containerd) runs it from
  * software-install's own image (INSTALL_JOB_IMAGE as the node holds it; its entry point is
@@ -161,16 +161,20 @@ beforeAll(async () => {
   await readyCluster(realNamespace, 'real', debian.hosts[0]!.ip, debian.privateKey);
   await readyCluster(stuckNamespace, 'stuck', lab.ip, silent.privateKey);
   // software-install itself runs in this process (as the tests' functions do); its Jobs on the node.
-  harness = new ChainHarness(cluster.kubeConfig, {
-    // The install Job's image as the real node holds it.
-    ...cluster.functionsEnv,
-    INSTALL_RUNNER: 'job',
-    SSH_USER: 'root',
-    SSH_PORT: String(debian.port),
-    INSTALL_ATTEMPTS: '1',
-    INSTALL_JOB_DEADLINE_SECONDS: String(deadlineSeconds),
-    SWEEP_NAMESPACES: `${realNamespace},${stuckNamespace}`,
-  });
+  harness = new ChainHarness(
+    cluster.kubeConfig,
+    {
+      // The install Job's image as the real node holds it.
+      ...cluster.functionsEnv,
+      SSH_USER: 'root',
+      SSH_PORT: String(debian.port),
+      INSTALL_ATTEMPTS: '1',
+      INSTALL_JOB_DEADLINE_SECONDS: String(deadlineSeconds),
+      SWEEP_NAMESPACES: `${realNamespace},${stuckNamespace}`,
+      // This suite waits for the Jobs itself and plays the Software's update where it says so.
+    },
+    { followInstallJobs: false },
+  );
   await harness.start([softwareInstall]);
 }, 600_000);
 

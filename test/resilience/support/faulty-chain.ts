@@ -16,7 +16,6 @@ import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/in
 import { definition as softwareInstall } from '../../../functions/software-install/index.js';
 import type { Env } from '../../../shared/config.js';
 import type { Logger } from '../../../shared/log.js';
-import { startFunctionServer } from '../../../shared/server/function-server.js';
 import type { FunctionDefinition } from '../../../shared/server/types.js';
 import { createKudSshKeySecret, kudTestImage, releaseKudJob, waitForJobEnd } from '../../support/node.js';
 import { isStatus } from '../../../local/control-plane/index.js';
@@ -58,49 +57,32 @@ export class FaultyChain {
   private late: CloudEvent<unknown>[] = [];
   /** Delivery answers >= 500 seen (and retried). */
   serverErrors = 0;
-  /** The functions' env: KUD_IMAGE is the test image that waits for finishJob unless the test names one; installs in the request. */
+  /** The functions' env: KUD_IMAGE is the test image that waits for finishJob unless the test names one; installs in Jobs on the node. */
   private readonly env: Env;
   /** Namespaces whose KUD SSH key Secret is known to exist. */
   private readonly withSecret = new Set<string>();
   constructor(private readonly options: FaultyChainOptions) {
-    // The lab's SSH hosts listen on this machine's loopback, which an install Job's pod cannot
-    // reach: software-install installs in the request, as in ChainHarness.
-    // Sweeps driven one ping at a time, as in ChainHarness: every ping sweeps.
+    // Sweeps driven one ping at a time, as in ChainHarness: every ping sweeps. Installs run in
+    // their Jobs on the node, whose ends the harness waits for (ChainHarness), so the lab's SSH
+    // hosts are on the node's lab network (test/support/node-lab-hosts.ts).
     this.env = {
       KUD_IMAGE: kudTestImage.waits,
-      INSTALL_RUNNER: 'in-request',
       SWEEP_INTERVAL_SECONDS: '0',
       ...options.env,
     };
-    this.harness = new ChainHarness(options.functionKubeConfig ?? options.kubeConfig, this.env);
+    this.harness = new ChainHarness(options.functionKubeConfig ?? options.kubeConfig, this.env, {
+      sourceKubeConfig: options.kubeConfig,
+      ...(options.log ? { log: options.log } : {}),
+    });
   }
 
   async start() {
-    const definitions = [
+    await this.harness.start([
       hostLookup,
       inventoryRender,
       kudJobLaunch,
       softwareInstall,
-    ] as FunctionDefinition<unknown>[];
-    if (!this.options.log) return this.harness.start(definitions);
-    // The harness's servers log nothing; these log to the given logger.
-    await this.harness.collector.start();
-    for (const definition of definitions) {
-      this.harness.servers.set(
-        definition.name,
-        await startFunctionServer({
-          definition,
-          host: '127.0.0.1',
-          port: 0,
-          kubeConfig: this.options.functionKubeConfig ?? this.options.kubeConfig,
-          env: this.env,
-          sink: this.harness.collector.url,
-          log: this.options.log,
-          tracing: false,
-          processMetrics: false,
-        }),
-      );
-    }
+    ] as FunctionDefinition<unknown>[]);
   }
   stop() {
     return this.harness.stop();
@@ -152,6 +134,8 @@ export class FaultyChain {
         const delivery = await this.deliver(target, next);
         made.push(delivery);
         if (delivery.reply) queue.push(delivery.reply);
+        // The Software updates of the install Jobs the delivery waited for (ChainHarness).
+        queue.push(...this.harness.takeFollowed());
       }
     }
     return made;

@@ -6,24 +6,36 @@
  * ApiServerSource (events built from live objects). Jobs are run by the real Job controller on
  * the run's node (test/support/node.ts); nothing here writes a Job's status.
  *
+ * Install Jobs (contract section 11): software-install answers a Software by creating its install
+ * Job and holds no request open; the Job's pod on the node does the SSH work and records the
+ * outcome on the Software's status, whose update the ApiServerSource then delivers. The harness
+ * plays that source for the Jobs its own deliveries started: after a delivery to software-install
+ * it waits until each new install Job of the event's namespaces ends, then delivers the
+ * Software's update (and publish() goes on with what that answers, software.installed or
+ * software.failed). The SSH hosts must be ones the node's pods reach: test/support/node-lab-hosts.ts.
+ *
  * Function-level: a suite here sees every reply of every step. The chain suites that drive
  * everything through the API server, on the embedded broker and on real Knative Eventing, are
  * test/integration/chain/ (test/support/chain-engine.ts).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BatchV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { BatchV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { CloudEvent } from 'cloudevents';
 import { parseHttpEvent } from '../../../../shared/cloudevents/message.js';
 import { postEvent } from '../../../../shared/cloudevents/sink-client.js';
 import type { Env } from '../../../../shared/config.js';
 import { SourceEventTypes } from '../../../../shared/events/types.js';
-import { createLogger, silentLogger, type LogLevel } from '../../../../shared/log.js';
+import { createLogger, silentLogger, type LogLevel, type Logger } from '../../../../shared/log.js';
 import {
   createNamespace,
   deleteNamespace,
   uniqueNamespaceName,
+  waitFor,
 } from '../../../../local/control-plane/index.js';
+import { pendingInstallJob } from '../../../../functions/software-install/install-job-state.js';
+import { functionName as softwareInstallName } from '../../../../functions/software-install/name.js';
+import type { StoredObject } from '../../../../shared/k8s/stored-object.js';
 import {
   startFunctionServer,
   type RunningFunctionServer,
@@ -87,6 +99,9 @@ function harnessLogger(functionName: string) {
   });
 }
 
+/** How long an install Job may take to end: a pod's start and its hosts' SSH timeouts. */
+const installJobWaitMs = 240_000;
+
 export class ChainHarness {
   readonly servers = new Map<string, RunningFunctionServer>();
   readonly collector = new EventCollector();
@@ -96,15 +111,27 @@ export class ChainHarness {
   constructor(
     private readonly kubeConfig: KubeConfig,
     env: Env = {},
+    private readonly options: {
+      /**
+       * false: deliveries to software-install do not wait for the install Jobs they start (a
+       * suite that looks at a Job while it runs, or whose hosts no pod reaches). Default true.
+       */
+      followInstallJobs?: boolean;
+      /**
+       * Where the played source reads Softwares and Jobs (the API server itself), when the
+       * functions' kubeconfig goes through a fault proxy or a restricted account. Default: theirs.
+       */
+      sourceKubeConfig?: KubeConfig;
+      /** The functions' logger, for all of them (default: BPA_TEST_LOG's, else silent). */
+      log?: Logger;
+    } = {},
   ) {
-    // The suites' SSH hosts listen on this machine's loopback, which an install Job's pod on the
-    // node cannot reach (INSTALL_RUNNER=job, the default): software-install's SSH step runs in the
-    // request unless a suite asks for the Job path. The Job path runs for real on the node in
-    // test/integration/node/software-job.test.ts and in the demo (test/e2e/demo.test.ts).
     // The suites drive sweeps one ping at a time: every ping sweeps (SWEEP_INTERVAL_SECONDS=0);
     // the one-sweep-per-interval rule has its own tests (test/resilience/hostile-tenant-rbac.test.ts).
-    // The node's images first: the Jobs the functions create must name images it holds.
-    this.env = { ...nodeImageEnv(), INSTALL_RUNNER: 'in-request', SWEEP_INTERVAL_SECONDS: '0', ...env };
+    // The node's images first: the Jobs the functions create must name images it holds. One
+    // attempt per host: a host that fails on purpose fails at once (suites that test the
+    // retries ask for more).
+    this.env = { ...nodeImageEnv(), INSTALL_ATTEMPTS: '1', SWEEP_INTERVAL_SECONDS: '0', ...env };
   }
   private env: Env;
 
@@ -137,7 +164,7 @@ export class ChainHarness {
         kubeConfig: this.kubeConfig,
         env: this.env,
         sink: this.collector.url,
-        log: harnessLogger(definition.name),
+        log: this.options.log ?? harnessLogger(definition.name),
         tracing: false,
         processMetrics: false,
       });
@@ -159,6 +186,21 @@ export class ChainHarness {
 
   /** One POST to one function. */
   async deliver(target: string, event: CloudEvent<unknown>): Promise<Delivery> {
+    const delivery = await this.post(target, event);
+    if (target === softwareInstallName && this.options.followInstallJobs !== false)
+      this.followed.push(...(await this.followInstallJobs(event)));
+    return delivery;
+  }
+
+  /**
+   * The Software updates owed for install Jobs that deliveries waited for, taken (and forgotten):
+   * a driver of its own (test/resilience/support/faulty-chain.ts) publishes them as publish() does.
+   */
+  takeFollowed(): CloudEvent<unknown>[] {
+    return this.followed.splice(0);
+  }
+
+  private async post(target: string, event: CloudEvent<unknown>): Promise<Delivery> {
     const response = await postEvent(this.url(target), event, { timeoutMs: 120_000 });
     const delivery: Delivery = {
       target,
@@ -184,9 +226,95 @@ export class ChainHarness {
         const delivery = await this.deliver(target, next);
         made.push(delivery);
         if (delivery.reply) queue.push(delivery.reply);
+        // The Software updates the install Jobs' outcomes cause, as the ApiServerSource sends them.
+        queue.push(...this.takeFollowed());
       }
     }
     return made;
+  }
+
+  /** Software updates owed for install Jobs that ended (deliver() fills it, publish() sends them). */
+  private readonly followed: CloudEvent<unknown>[] = [];
+  /** Install Jobs already followed, `namespace/name`: each is waited for once. */
+  private readonly seenJobs = new Set<string>();
+
+  /**
+   * After a delivery to software-install: every Software of the event's namespaces with an
+   * install Job pending that this harness has not followed yet; waits until the Job ends (its pod
+   * records the outcome first) and returns each Software's update event, read after that.
+   */
+  private async followInstallJobs(event: CloudEvent<unknown>): Promise<CloudEvent<unknown>[]> {
+    const updates: CloudEvent<unknown>[] = [];
+    for (const namespace of this.namespacesOf(event)) {
+      const list = (await this.custom.listNamespacedCustomObject({
+        group: 'bpa.akraino.org',
+        version: 'v1alpha1',
+        plural: 'softwares',
+        namespace,
+      })) as { items: StoredObject[] };
+      for (const software of list.items) {
+        const job = pendingInstallJob(software);
+        const key = `${namespace}/${job}`;
+        if (!job || this.seenJobs.has(key)) continue;
+        this.seenJobs.add(key);
+        const ended = await this.jobEnded(namespace, job);
+        if (!ended) continue;
+        const live = await this.custom
+          .getNamespacedCustomObject({
+            group: 'bpa.akraino.org',
+            version: 'v1alpha1',
+            plural: 'softwares',
+            namespace,
+            name: software.metadata.name ?? '',
+          })
+          .catch(() => undefined);
+        if (live) updates.push(sourceEvent('update', JSON.parse(JSON.stringify(live)) as never));
+      }
+    }
+    return updates;
+  }
+
+  /** Waits for the Job's Complete or Failed condition; false when the Job is gone (deleted). */
+  private async jobEnded(namespace: string, name: string): Promise<boolean> {
+    const batch = this.sourceKubeConfig.makeApiClient(BatchV1Api);
+    const outcome = await waitFor(
+      async () => {
+        const job = await batch.readNamespacedJob({ name, namespace }).catch((error: unknown) => {
+          if ((error as { code?: number }).code === 404) return null;
+          throw error;
+        });
+        if (job === null) return 'gone';
+        const done = job.status?.conditions?.some(
+          (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+        );
+        return done ? 'ended' : undefined;
+      },
+      { what: `install Job ${namespace}/${name} ended`, timeoutMs: installJobWaitMs, intervalMs: 200 },
+    );
+    return outcome === 'ended';
+  }
+
+  /** Where the event's Softwares are: its subject's or data's namespace, else the sweep's namespaces. */
+  private namespacesOf(event: CloudEvent<unknown>): string[] {
+    const found = new Set<string>();
+    const fromSubject = /(?:^|\/)namespaces\/([^/]+)\//.exec(event.subject ?? '')?.[1];
+    if (fromSubject) found.add(fromSubject);
+    if (typeof event.namespace === 'string' && event.namespace) found.add(event.namespace);
+    const data = event.data as { metadata?: { namespace?: unknown }; namespace?: unknown } | undefined;
+    for (const value of [data?.metadata?.namespace, data?.namespace])
+      if (typeof value === 'string' && value) found.add(value);
+    if (found.size === 0)
+      for (const namespace of (this.env.SWEEP_NAMESPACES ?? '').split(','))
+        if (namespace.trim()) found.add(namespace.trim());
+    return [...found];
+  }
+
+  private get sourceKubeConfig(): KubeConfig {
+    return this.options.sourceKubeConfig ?? this.kubeConfig;
+  }
+
+  private get custom() {
+    return this.sourceKubeConfig.makeApiClient(CustomObjectsApi);
   }
 
   /** Every reply of the given type seen so far. */
@@ -194,6 +322,10 @@ export class ChainHarness {
     return this.deliveries.flatMap((d) => (d.reply?.type === type ? [d.reply] : []));
   }
 }
+
+/** The types of the replies among deliveries, in order (deliveries answered 204 have none). */
+export const replyTypes = (deliveries: readonly Delivery[]): string[] =>
+  deliveries.flatMap((d) => (d.reply ? [d.reply.type] : []));
 
 /** What Knative's ApiServerSource (mode Resource) emits for an object. */
 export function sourceEvent(
