@@ -14,7 +14,7 @@ export function claimSeconds(config: SoftwareInstallConfig, hostCount: number): 
   const rounds = Math.max(1, Math.ceil(hostCount / config.SSH_CONCURRENCY));
   const attempt = config.SSH_TIMEOUT_SECONDS + config.SSH_CONNECT_TIMEOUT_SECONDS;
   const retries = config.INSTALL_ATTEMPTS * attempt + config.INSTALL_RETRY_DELAY_SECONDS * 16;
-  return rounds * (config.INSTALL_RUNNER === 'job' ? retries : attempt) + 60;
+  return rounds * retries + 60;
 }
 
 /**

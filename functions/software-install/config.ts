@@ -2,8 +2,6 @@ import { z } from 'zod';
 import { sweepIntervalEnv } from '../../shared/k8s/sweep.js';
 import { envInt, envList, envOptionalString, envString } from '../../shared/config.js';
 
-/** Where the SSH work runs: in a Kubernetes Job per Software generation (contract section 11), or in the request (the local lab). */
-export const installRunners = ['in-request', 'job'] as const;
 import { defaultSshKeySecret } from '../../shared/core/kud-job.js';
 
 /** software-install's env (docs/architecture.md, Config). */
@@ -32,14 +30,6 @@ export const softwareInstallConfigSchema = z.object({
   INSTALL_POLL_SECONDS: envInt(5, { min: 1, max: 600 }),
   /** A host Lease's duration: how long a dead installer keeps a host before another may take it. */
   HOST_LEASE_SECONDS: envInt(60, { min: 5, max: 3600 }),
-  /**
-   * `job` (default): software-install creates an install Job (install-job/) and holds no request
-   * open; `in-request`: SSH inside the request (the local lab, and suites with no Job controller).
-   */
-  INSTALL_RUNNER: z.preprocess(
-    (v) => (typeof v === 'string' && v.trim() === '' ? undefined : v),
-    z.enum(installRunners).default('job'),
-  ),
   /**
    * The install Job's image: the functions' own (the same TypeScript install code). The default
    * is the reference manifests' image of software-install, so one kustomize `images:` entry

@@ -54,9 +54,6 @@ const onSoftwareChange = defineStep<SoftwareInstallConfig, KubeObjectData>({
   // Deleting a Software uninstalls nothing (contract section 11) and it has no finalizer: an
   // install Job's outcome recorded meanwhile is still announced, as before.
   deleting: 'act',
-  // An in-request install (INSTALL_RUNNER=in-request) holds its request for minutes: the
-  // Software's next events (a pause, a retry) must not wait behind it. Goes with that runner.
-  queue: false,
   // Installed=True is not the end: an install Job's outcome is announced, nodes that joined the
   // cluster get the packages, a retry or forgotten host keys run it again. decideInstall decides.
   done: () => false,

@@ -19,8 +19,7 @@ import { failEndedJob, judgeInstallJob, pendingInstallJob } from './install-job-
 import { runIdOf, startInstallJob } from './start-install-job.js';
 import { announceJobOutcome, outcomeToAnnounce } from './job-outcome.js';
 import { softwareLists, validatePackages, validateRawPackages } from './package-checks.js';
-import { hostKeyVerification, readKnownHosts } from './host-keys.js';
-import { installInRequest } from './in-request-install.js';
+import { readKnownHosts } from './host-keys.js';
 import { SoftwareCondition, activeClaim, failSoftware, softwareRef } from './software-status.js';
 import { functionName } from './name.js';
 import { packagesForRoles, planInstall } from './ssh/install.js';
@@ -62,7 +61,7 @@ export async function decideInstall(
   let live = gated;
   // An outcome an install Job recorded: announced once, before anything else is decided.
   const recorded = outcomeToAnnounce(live);
-  const announcement = recorded ? await announceJobOutcome(clients, live) : undefined;
+  const announcement = recorded ? await announceJobOutcome(clients, live, context.metrics) : undefined;
   if (recorded && announcement)
     return { kind: recorded.installed ? 'installed' : 'failed', event: announcement };
   let ref = softwareRef(live);
@@ -169,29 +168,18 @@ export async function decideInstall(
     `${ref.namespace}/${ref.name}/${ref.uid}@${ref.generation}`,
   );
   const hostCount = plans.length;
-  // Read before the claim: a transient fault here (KnownHostsUnreadable) must not leave a claim
-  // behind that makes every retry step back until it expires. The install Job reads its own.
-  const job = context.config.INSTALL_RUNNER === 'job';
-  const hostKeys = job ? undefined : await hostKeyVerification(context.config, clients, live, cluster);
   // A pinned known_hosts goes to the Job as text: it must never fall back to trust on first use.
-  const knownHosts =
-    job && context.config.SSH_KNOWN_HOSTS ? await readKnownHosts(context.config.SSH_KNOWN_HOSTS) : undefined;
+  // Read before the claim: a transient fault here (KnownHostsUnreadable) must not leave a claim
+  // behind that makes every retry step back until it expires.
+  const knownHosts = context.config.SSH_KNOWN_HOSTS
+    ? await readKnownHosts(context.config.SSH_KNOWN_HOSTS)
+    : undefined;
   const claimed = await claim(context, clients, live, hostCount, retry);
   if (!claimed) {
     log.info('another instance is installing this generation');
     return { kind: 'skipped' };
   }
 
-  if (hostKeys)
-    return installInRequest(context, clients, claimed, {
-      software,
-      cluster,
-      nodes,
-      plans,
-      privateKey: Buffer.from(keyData, 'base64'),
-      hostKeys,
-      log,
-    });
   // A new run of the same generation (retry, forgotten keys, joined nodes) is a new Job.
   const again = wasInstalled || requested || installed?.status === 'False';
   return startInstallJob(context, clients, claimed, {

@@ -7,8 +7,16 @@ import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { getCustomObject } from '../../shared/k8s/custom-objects.js';
 import { applyStatus } from '../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
-import { SoftwareCondition, softwareRef, softwareTarget } from './software-status.js';
+import type { FunctionMetrics } from '../../shared/telemetry/metrics.js';
+import { recordHostOutcomes } from './metrics.js';
+import { SoftwareCondition, eventHost, softwareRef, softwareTarget } from './software-status.js';
 import { functionManager, functionName } from './name.js';
+
+/** A host's result as the install Job records it on status (install-job/run.ts hostStatus). */
+const recordedHostSchema = hostResultSchema.extend({
+  hostKeyFingerprint: z.string().optional(),
+  connectMs: z.number().nonnegative().optional(),
+});
 
 /**
  * The install Job writes its outcome to the Software's status; its status write comes back to
@@ -31,6 +39,7 @@ export function outcomeToAnnounce(live: StoredObject): { job: string; installed:
 export async function announceJobOutcome(
   clients: KubeClients,
   live: StoredObject,
+  metrics?: FunctionMetrics,
 ): Promise<CloudEvent<unknown> | undefined> {
   const outcome = outcomeToAnnounce(live);
   if (!outcome) return undefined;
@@ -48,7 +57,10 @@ export async function announceJobOutcome(
   });
   if (written.outcome !== 'written') return undefined;
   const cluster = live.metadata.labels?.cluster ?? '';
-  const hosts = z.array(hostResultSchema).catch([]).parse(live.status?.hosts);
+  const recorded = z.array(recordedHostSchema).catch([]).parse(live.status?.hosts);
+  // Once per Job, by whoever announces it (the precondition above).
+  recordHostOutcomes(metrics, recorded);
+  const hosts = recorded.map(eventHost);
   const subject = softwareSubject(ref.namespace, ref.name);
   if (outcome.installed)
     return chainEvent(

@@ -1,4 +1,6 @@
+import type { FunctionMetrics } from '../../shared/telemetry/metrics.js';
 import { counterSpec, histogramSpec, secondsBuckets } from '../../shared/telemetry/metrics.js';
+import type { HostStatus } from './software-status.js';
 
 export const hostInstalls = counterSpec({
   name: 'bpa_software_host_installs_total',
@@ -23,3 +25,23 @@ export const sshCommandDuration = histogramSpec({
 });
 
 export const softwareInstallMetrics = [hostInstalls, sshConnectDuration, sshCommandDuration];
+
+/**
+ * Records an install Job's per-host results (what it wrote to the Software's status) once, when
+ * software-install announces its outcome: the Job's pod is not scraped, the function is. A host
+ * with `connectMs` had a session (its command ran, whether or not it exited); one without it
+ * failed to connect, authenticate or verify the host key.
+ */
+export function recordHostOutcomes(metrics: FunctionMetrics | undefined, hosts: readonly HostStatus[]): void {
+  if (!metrics) return;
+  for (const host of hosts) {
+    const outcome = host.error === undefined ? 'succeeded' : 'failed';
+    metrics.counter(hostInstalls).inc({ outcome });
+    const seconds = host.durationMs / 1000;
+    if (host.connectMs !== undefined) {
+      metrics.histogram(sshConnectDuration).observe({ outcome: 'connected' }, host.connectMs / 1000);
+      metrics.histogram(sshCommandDuration).observe({ outcome }, seconds);
+    } else if (host.error !== undefined)
+      metrics.histogram(sshConnectDuration).observe({ outcome: 'failed' }, seconds);
+  }
+}

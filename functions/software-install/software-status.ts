@@ -56,7 +56,8 @@ export function activeClaim(
 }
 
 /** A per-host result as status keeps it: the event's fields plus the trusted host key. */
-export type HostStatus = HostResult & { hostKeyFingerprint?: string };
+/** A host's result as status records it: what events carry, the accepted key, the session's connect time. */
+export type HostStatus = HostResult & { hostKeyFingerprint?: string; connectMs?: number };
 
 /**
  * Records a failed install (Installed + Ready False, Warning Event) and returns the
@@ -144,6 +145,6 @@ export async function completeSoftware(
 
 /** The event carries the contract's per-host fields only. */
 export function eventHost(host: HostStatus): HostResult {
-  const { hostKeyFingerprint: _fingerprint, ...result } = host;
+  const { hostKeyFingerprint: _fingerprint, connectMs: _connect, ...result } = host;
   return result;
 }

@@ -6,8 +6,8 @@
  * ansible-playbook, installs nothing: a STAND-IN for KUD). With --engine knative the events go
  * through REAL Knative Eventing (its own code, from images) and the functions run as pods of
  * their images (demo-engine.ts), as `bpa dev --engine knative` runs them. The DHCP lease file is
- * an IMITATION (lease-file.ts: no dhcpd runs). With --no-node the hosts are SIMULATED
- * (ssh-lab.ts).
+ * an IMITATION (lease-file.ts: no dhcpd runs). With --no-node the hosts are SIMULATED: addresses
+ * with no SSH server (no Job runs there to reach them).
  */
 import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { DeliveryRecord } from '../broker/index.js';
@@ -129,9 +129,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     out.line(
       lab.sshKind === 'openssh'
         ? "The lab: BareMetalHosts, a DHCP lease file and real OpenSSH sshd hosts, each in its own network namespace on the node's network. Their apt-get is recorded, never run."
-        : 'The lab is simulated: BareMetalHosts, a DHCP lease file and SSH servers on 127.0.0.N in this process.',
+        : 'The lab is simulated: BareMetalHosts and a DHCP lease file naming 127.0.0.N; no SSH server (no Job runs without the node).',
     );
-    const sshColumn = lab.sshKind === 'openssh' ? 'SSH (OpenSSH sshd)' : 'SSH (simulated)';
+    const sshColumn = lab.sshKind === 'openssh' ? 'SSH (OpenSSH sshd)' : 'SSH';
     for (const line of table([
       ['host', 'node', 'MAC', 'IP', 'IP known from', sshColumn],
       ...lab.hosts.map((h) => [
@@ -140,7 +140,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         h.mac,
         h.ip,
         h.inLeaseFile ? 'DHCP lease' : 'inspected NIC',
-        `${h.ip}:${lab!.sshPort}`,
+        lab!.sshKind === 'openssh' ? `${h.ip}:${lab!.sshPort}` : 'none (no node)',
       ]),
     ]))
       out.info(line);

@@ -12,7 +12,6 @@ import { labHosts, labHostsOn, labNamespace, type LabHost } from './lab-definiti
 import { createLabNetwork, type NodeNetworkAttachment } from './lab-network.js';
 import { renderIscLeaseFile } from './lease-file.js';
 import { startSshHosts } from './openssh-hosts.js';
-import { startLabSshServers } from './ssh-lab.js';
 
 /** The Secret the KUD Job mounts and software-install reads (keys id_rsa, id_rsa.pub). */
 export const labSshKeySecret = 'ssh-key-secret';
@@ -27,8 +26,8 @@ export interface Lab {
   namespace: string;
   /**
    * `openssh`: real sshd daemons, one per host in its own network namespace on the node's network
-   * (apt-get is recorded there, never run; Ansible's modules run). `simulated`: ssh2 servers in
-   * this process on 127.0.0.N (no node: nothing reaches them but the functions).
+   * (apt-get is recorded there, never run; Ansible's modules run). `simulated`: addresses on
+   * 127.0.0.N and no SSH server (no node: no Job runs that would connect).
    */
   sshKind: 'openssh' | 'simulated';
   sshPort: number;
@@ -53,7 +52,7 @@ export interface LabOptions {
   namespace?: string;
   /**
    * The node's network: the hosts become real OpenSSH sshd daemons on it (the KUD Job's
-   * stand-in pings them with Ansible). Absent: in-process simulated hosts on 127.0.0.N.
+   * stand-in pings them with Ansible). Absent: simulated hosts on 127.0.0.N, no SSH server.
    */
   network?: NodeNetworkAttachment;
 }
@@ -72,7 +71,7 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
   try {
     const ssh = options.network
       ? await startOpenSshLab(options.network, options.hosts, cleanups)
-      : await startSimulatedLab(options.hosts ?? labHosts, cleanups);
+      : simulatedLab(options.hosts ?? labHosts);
     const { hosts } = ssh;
     const leaseFilePath = join(dir, 'dhcpd.leases');
     writeFileSync(leaseFilePath, renderIscLeaseFile(hosts.filter((h) => h.inLeaseFile)));
@@ -90,11 +89,9 @@ export async function startLab(options: LabOptions = {}): Promise<Lab> {
       // (a whole-suite run, Knative starting beside it) is the likely cause, not proven, of a
       // chain-observability run where 2 of 3 lab hosts failed their install.
       SSH_CONNECT_TIMEOUT_SECONDS: '30',
-      // On the node, the install runs in a Job whose pod reaches the sshd hosts on the node's
-      // network (the pinned keys go with it as SSH_KNOWN_HOSTS_LINES). The in-process hosts of the
-      // no-root fallback listen on this machine's loopback, which no pod reaches (and no Job runs
-      // there): the install runs in software-install's request.
-      INSTALL_RUNNER: options.network ? 'job' : 'in-request',
+      // The install runs in a Job whose pod reaches the sshd hosts on the node's network (the
+      // pinned keys go with it as SSH_KNOWN_HOSTS_LINES). Without a node no Job runs, the KUD
+      // Job's neither: the no-root lab ends at the launched Job and installs nothing.
     };
     const labels = { 'bpa.akraino.org/simulated-lab': 'true' };
     const applySshKeySecret = (kubeConfig: KubeConfig, where: string) =>
@@ -182,20 +179,17 @@ async function startOpenSshLab(
 /** The lab hosts' octets on the node's lab /24 (local/lab/lab-network.ts): the top of it. */
 export const labHostOctets = (count: number) => Array.from({ length: count }, (_, i) => 251 + i);
 
-async function startSimulatedLab(
-  hosts: readonly LabHost[],
-  cleanups: (() => Promise<void>)[],
-): Promise<LabSsh> {
+function simulatedLab(hosts: readonly LabHost[]): LabSsh {
+  // No SSH server: without a node no Job runs (neither KUD's nor an install's), so nothing would
+  // connect. The key pair is the Secret the functions read, as on the node.
   const clientKey = generateEd25519KeyPair('bpa-demo lab client');
-  const ssh = await startLabSshServers({ hosts, authorizedPublicKey: clientKey.public });
-  cleanups.push(() => ssh.stop());
   return {
     kind: 'simulated',
     hosts,
-    port: ssh.port,
-    knownHosts: ssh.knownHosts,
+    port: 22,
+    knownHosts: '',
     privateKey: clientKey.private,
     publicKey: clientKey.public,
-    commands: () => ssh.commands().map(({ ip, command }) => ({ ip, command })),
+    commands: () => [],
   };
 }

@@ -70,12 +70,6 @@ export interface StepDefinition<Config, Data> {
   ) => Promise<CloudEvent<unknown> | undefined> | CloudEvent<unknown> | undefined;
   /** The resume's re-drive (pauseGate's onResume). */
   onResume?: (run: StepRun<Config>) => (fresh: StoredObject) => Promise<CloudEvent<unknown> | undefined>;
-  /**
-   * `false`: deliveries of one object run at once instead of one at a time (the per-object
-   * queue). Only for a step that may hold its request open for minutes, where the next delivery
-   * must not wait behind it. Default true.
-   */
-  queue?: boolean;
   /** The step: the live object is current, not paused, and the step not done for it. */
   run: (run: StepRun<Config>, live: StoredObject, data: Data) => Promise<HandlerResult>;
 }
@@ -107,9 +101,7 @@ export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
       else if (waitedMs > 0) context.log.debug(waitedLine, { object, waitedMs });
       return handleEvent(step, context, pointer, data, event);
     };
-    return context.queue && step.queue !== false
-      ? context.queue.run(key, handle)
-      : handle({ waitedMs: 0, gaveUp: false });
+    return context.queue ? context.queue.run(key, handle) : handle({ waitedMs: 0, gaveUp: false });
   };
 }
 

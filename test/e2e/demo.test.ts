@@ -119,7 +119,7 @@ describe('bpa demo (what npm start runs)', () => {
   it('with --no-node runs on the control plane alone: simulated hosts, and it stops once the Job is launched', async () => {
     const text = await runDemoCli(['--no-node', '--quiet-events']);
     expect(text).toMatch(/node\s+none: pods stay Pending, no Job runs/);
-    expect(text).toMatch(/SSH servers on 127\.0\.0\.N in this process/);
+    expect(text).toMatch(/a DHCP lease file naming 127\.0\.0\.N; no SSH server/);
     expect(text).toMatch(/✓ JobLaunched=True/);
     expect(text).not.toMatch(/KudInstalled=True/);
     expect(text).toContain('[5/6] Software bpa-demo/edge-demo-tools: skipped');

@@ -289,6 +289,7 @@ export function hostStatus(
     durationMs: Math.round(result.durationMs),
     ...(result.attempts !== undefined ? { attempts: result.attempts } : {}),
     ...(fingerprint ? { hostKeyFingerprint: fingerprint } : {}),
+    ...(result.connectDurationMs !== undefined ? { connectMs: Math.round(result.connectDurationMs) } : {}),
   };
 }
 

@@ -12,9 +12,9 @@
  *    holds exactly one KUD Job and one install Job, the Software's status names that one Job, and
  *    it has one InstallJobCreated Event; the functions' logs show the same event id handled twice.
  *    kud-job-launch's retry waits in the per-object queue (shared/server/object-queue.ts) until
- *    the first attempt ends, then finds JobLaunched recorded and tries no create; software-install
- *    takes no queue (its in-request runner), so its retry runs at once and steps back at the
- *    Software's claim.
+ *    the first attempt ends, then finds JobLaunched recorded and tries no create; software-install's
+ *    retry waits in its own queue the same way, then finds the Software claimed (its install Job
+ *    pending) and steps back.
  * 2. The broker's /metrics: with Eventing's config-observability `metrics-protocol: prometheus`,
  *    broker-filter and broker-ingress serve them on their pods' port 9092; every series and label
  *    that the Grafana dashboard's broker panels (manifests/observability/dashboard.json, the
@@ -244,13 +244,13 @@ describeKnative('a delivery retried while the first still runs [knative]', () =>
       },
       { what: 'software-install’s install job created line', timeoutMs: 60_000, intervalMs: 1000 },
     );
-    // One create of the install Job reached the API server, the held one: the retry stepped back
-    // at the Software's claim and never tried (a second try would be a second install run).
+    // One create of the install Job reached the API server, the held one: the retry waited in
+    // the queue, found the Software claimed and never tried (a second try would be a second run).
     expect(creates(namespace, jobName).map((c) => c.held)).toEqual([true]);
     const created = log.filter((l) => l.msg === 'install job created');
     expect(created.map((l) => l['job'])).toEqual([jobName]);
     // The delivery that created it was sent again while it ran: its event id ended twice (the
-    // retry stepped back before the claim, the first created the Job once admitted).
+    // first created the Job once admitted, the retry then stepped back at the claim).
     const createdBy = created[0]?.ce_id ?? '';
     expect(createdBy).not.toBe('');
     const twice = await waitFor(

@@ -5,9 +5,8 @@
  *
  * 1. The demo's lab (local/lab): a Provisioning and a Software of its three hosts, applied with
  *    kubectl. The ApiServerSource's events take the Provisioning to Ready (the KUD Job runs on the
- *    node), cluster.ready takes the Software to software-install, which (INSTALL_RUNNER=job, the
- *    default) creates the install Job; its pod reaches the hosts over SSH and records the outcome;
- *    the Software is Ready with one Normal Event, and each host received exactly the apt-get
+ *    node), cluster.ready takes the Software to software-install, which creates the install Job;
+ *    its pod reaches the hosts over SSH and records the outcome; the Software is Ready with one Normal Event, and each host received exactly the apt-get
  *    command of its role (the Software's masterSoftware / workerSoftware).
  * 2. Namespace B: a Provisioning of the same hosts, outside SWEEP_NAMESPACES (no sweep drives it).
  *    The test posts its `add` with a W3C traceparent of a trace id made here; the ApiServerSource

@@ -218,10 +218,6 @@ describeOnKnative("Knative Serving's admission webhook on a cluster of its own",
             .responseStartTimeoutSeconds,
         }).toEqual({ name: ksvc.metadata.name, responseStartTimeoutSeconds: expected });
       }
-      // software-install (timeoutSeconds 600) sets its own 600: Serving's default 300 would cut an
-      // INSTALL_RUNNER=in-request install before its SSH timeouts end (docs/knative.md).
-      if (admitted.has('software-install'))
-        expect(admitted.get('software-install')?.spec.template.spec.responseStartTimeoutSeconds).toBe(600);
     });
   });
 
@@ -247,7 +243,7 @@ describeOnKnative("Knative Serving's admission webhook on a cluster of its own",
     expect(refusal).toContain(
       `expected 0 <= ${over} <= ${servingDefaults.maxRevisionTimeoutSeconds}: spec.template.spec.timeoutSeconds`,
     );
-    // At the limit: admitted (software-install's own 600).
+    // At the limit: admitted.
     expect((await dryRun([withTemplateSpec({ timeoutSeconds: 600 })])).refusal).toBe('');
   });
 

@@ -46,7 +46,7 @@ beforeAll(async () => {
         host: '127.0.0.1',
         port: 0,
         kubeConfig,
-        env: { FUNCTIONS_NAMESPACE: cluster.namespace, BMH_NAMESPACE: cluster.namespace, INSTALL_RUNNER: 'in-request' },
+        env: { FUNCTIONS_NAMESPACE: cluster.namespace, BMH_NAMESPACE: cluster.namespace },
         log: createLogger({ level: 'warn', sink: (line) => lines.push(JSON.parse(line) as (typeof lines)[number]) }),
         tracing: false,
         processMetrics: false,

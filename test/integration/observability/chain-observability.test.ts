@@ -119,9 +119,8 @@ beforeAll(async () => {
     logFile: join(dir, 'stack.log'),
     logLevel: 'info',
     // BareMetalHosts live in A; B's Provisioning names the same lab hosts, once A is gone.
-    // The install in the request: this suite counts software-install's reply to cluster.ready
-    // (the Job path, where that answer is 204 and the Job reports later, is test/e2e/demo.test.ts
-    // and test/integration/node/software-job.test.ts).
+    // Software A is installed by its install Job on the node (contract section 11), whose pod
+    // reaches the lab's hosts; the Job's outcome comes back as the Software's update.
     functionsEnv: {
       // The Jobs' images as the real node holds them (KUD stand-in, cleanup, publisher).
       ...cluster.functionsEnv,
@@ -130,7 +129,6 @@ beforeAll(async () => {
       FUNCTIONS_NAMESPACE: stackNamespace,
       // Every posted ping sweeps (the one-sweep-per-interval rule has its own tests).
       SWEEP_INTERVAL_SECONDS: '0',
-      INSTALL_RUNNER: 'in-request',
     },
   });
 }, 300_000);
@@ -332,7 +330,10 @@ describe('metrics after the chain run', () => {
 
     const software = await scrapeFunction('software-install');
     expect(invocations(software, 'software-install', SourceEventTypes.resourceAdd, 'ok')).toEqual(both);
-    expect(invocations(software, 'software-install', EventTypes.clusterReady, 'reply')).toEqual(both);
+    // cluster.ready creates the install Job (no reply); the Software's update that the Job's
+    // recorded outcome causes is answered with software.installed.
+    expect(invocations(software, 'software-install', EventTypes.clusterReady, 'ok')).toEqual(both);
+    expect(invocations(software, 'software-install', SourceEventTypes.resourceUpdate, 'reply')).toEqual(both);
     // No function reports another's name, and nothing failed besides the poison event.
     for (const [name, metrics] of [
       ['host-lookup', hostLookup],
@@ -369,7 +370,8 @@ describe('metrics after the chain run', () => {
     expect(sumOf(kud, 'bpa_time_to_ready_seconds_sum')).toBeGreaterThan(0);
 
     const software = await scrapeFunction('software-install');
-    // Software A: three hosts, each installed once.
+    // Software A: three hosts, each installed once by the install Job, recorded by
+    // software-install when it announced the Job's outcome.
     expect(sumOf(software, 'bpa_software_host_installs_total', { outcome: 'succeeded' })).toBe(3);
     expect(sumOf(software, 'bpa_software_host_installs_total', { outcome: 'failed' })).toBe(0);
     expect(sumOf(software, 'bpa_ssh_connect_duration_seconds_count', { outcome: 'connected' })).toBe(3);
@@ -398,8 +400,11 @@ describe('metrics after the chain run', () => {
     expect(dispatched('inventory-render-hosts-resolved', EventTypes.hostsResolved, '200')).toBe(2);
     expect(dispatched('kud-job-launch-inventory-rendered', EventTypes.inventoryRendered, '200')).toBe(2);
     expect(dispatched('kud-job-launch-job-update', SourceEventTypes.resourceUpdate, '200')).toBe(2);
-    expect(dispatched('software-install-cluster-ready', EventTypes.clusterReady, '200')).toBe(1);
-    expect(dispatched('software-install-cluster-ready', EventTypes.clusterReady, '204')).toBe(1);
+    // A's cluster.ready creates the install Job, B's finds no Software: no reply to either. The
+    // Job's outcome is announced once, in answer to the Software's update.
+    expect(dispatched('software-install-cluster-ready', EventTypes.clusterReady, '200')).toBe(0);
+    expect(dispatched('software-install-cluster-ready', EventTypes.clusterReady, '204')).toBe(2);
+    expect(dispatched('software-install-software-update', SourceEventTypes.resourceUpdate, '200')).toBe(1);
     expect(dispatched('observability-recorder', EventTypes.clusterReady, '202')).toBe(2);
     // Every dispatch also has its latency buckets, up to +Inf.
     const infBuckets = sumOf(broker, 'kn_eventing_dispatch_duration_seconds_bucket', { le: '+Inf' });
