@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 # `prereqs.sh test` (npm test) needs the Debian packages. `prereqs.sh start` (npm start, the demo)
 # needs OpenSSH and Ansible only as root: the demo then runs on the node, with real sshd lab hosts
-# and the KUD stand-in; without root it falls back to the control plane alone and in-process hosts.
+# and the KUD stand-in; without root it falls back to the control plane alone and simulated hosts.
 purpose=${1:-test}
 need_apt=()
 if [ "$purpose" = test ] || [ "$(id -u)" = 0 ]; then

@@ -15,7 +15,7 @@ type BareMetalHostObject = {
 /**
  * The BareMetalHost as Metal3 shows a host it inspected and found running an OS someone else
  * installed: `spec.externallyProvisioned` and `status.provisioning.state: externally provisioned`.
- * That is what the lab's hosts are (network namespaces or ssh2 servers running already; no
+ * That is what the lab's hosts are (network namespaces running sshd already, or bare addresses without a node; no
  * Ironic writes a disk here), and it is one of the two states host-lookup waits for before KUD
  * runs (contract section 13), so the demo goes on at once. The status is written once, not kept
  * by a controller: no Metal3 runs in the lab (the real one is tested in

@@ -4,7 +4,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
  * The lab of `bpa demo`: three bare-metal hosts. Two get their IP from the DHCP lease file, one
  * only from its inspected NICs, so the demo shows both IP sources. Nothing here is real hardware:
  * on the node the hosts are sshd daemons in network namespaces of the node's network (labHostsOn
- * gives them its addresses); without it, ssh2 servers in this process on the loopback addresses below.
+ * gives them its addresses); without it, only the loopback addresses below (no SSH server: no Job runs).
  */
 export interface LabHost {
   /** Node label in the Provisioning. */

@@ -264,7 +264,7 @@ const installedMessage = (hosts: HostStatus[], nodes: ClusterNode[], cluster: st
     ? `Nothing to install on the ${nodes.length} nodes of cluster ${cluster}`
     : `Installed on ${hosts.length} host${hosts.length === 1 ? '' : 's'} of cluster ${cluster}`;
 
-/** A host's result as status records it (attempts: the Job's retries; absent in the request's runner). */
+/** A host's result as status records it (attempts: the Job's tries of the host; connectMs: its session's connect time). */
 export function hostStatus(
   result: HostInstallResult & { attempts?: number },
   roles: HostStatus['roles'],
