@@ -223,11 +223,17 @@ describe('a forged ping flood', () => {
         new RecordingKubeConfig(),
       );
       // The shipped interval (bpa-config), the functions' namespace and one tenant to sweep.
-      const harness = new ChainHarness(kubeConfig, {
-        SWEEP_INTERVAL_SECONDS: '30',
-        SWEEP_NAMESPACES: onboarded,
-        FUNCTIONS_NAMESPACE: cluster.namespace,
-      });
+      // The harness's own reads (it plays the ApiServerSource) go through the admin's kubeconfig:
+      // only the function's requests are recorded.
+      const harness = new ChainHarness(
+        kubeConfig,
+        {
+          SWEEP_INTERVAL_SECONDS: '30',
+          SWEEP_NAMESPACES: onboarded,
+          FUNCTIONS_NAMESPACE: cluster.namespace,
+        },
+        { sourceKubeConfig: admin() },
+      );
       await harness.start([definition]);
       try {
         const deliveries = await Promise.all(

@@ -99,6 +99,8 @@ function harnessLogger(functionName: string) {
   });
 }
 
+const softwaresResource = { group: 'bpa.akraino.org', version: 'v1alpha1', plural: 'softwares' };
+
 /** How long an install Job may take to end: a pod's start and its hosts' SSH timeouts. */
 const installJobWaitMs = 240_000;
 
@@ -119,7 +121,8 @@ export class ChainHarness {
       followInstallJobs?: boolean;
       /**
        * Where the played source reads Softwares and Jobs (the API server itself), when the
-       * functions' kubeconfig goes through a fault proxy or a restricted account. Default: theirs.
+       * functions' kubeconfig goes through a fault proxy, a restricted account or a recorder
+       * (whose calls must be the function's alone). Default: theirs.
        */
       sourceKubeConfig?: KubeConfig;
       /** The functions' logger, for all of them (default: BPA_TEST_LOG's, else silent). */
@@ -186,9 +189,12 @@ export class ChainHarness {
 
   /** One POST to one function. */
   async deliver(target: string, event: CloudEvent<unknown>): Promise<Delivery> {
+    const follow = target === softwareInstallName && this.options.followInstallJobs !== false;
+    // Jobs pending before the delivery are not its own (another test's, or one that never ends).
+    const before = follow ? await this.pendingInstallJobs(this.namespacesOf(event)) : [];
     const delivery = await this.post(target, event);
-    if (target === softwareInstallName && this.options.followInstallJobs !== false)
-      this.followed.push(...(await this.followInstallJobs(event)));
+    if (follow)
+      this.followed.push(...(await this.followInstallJobs(event, new Set(before.map((p) => p.key)))));
     return delivery;
   }
 
@@ -240,38 +246,46 @@ export class ChainHarness {
 
   /**
    * After a delivery to software-install: every Software of the event's namespaces with an
-   * install Job pending that this harness has not followed yet; waits until the Job ends (its pod
-   * records the outcome first) and returns each Software's update event, read after that.
+   * install Job pending that was not pending before the delivery and that this harness has not
+   * followed yet; waits until the Job ends (its pod records the outcome first) and returns each
+   * Software's update event, read after that.
    */
-  private async followInstallJobs(event: CloudEvent<unknown>): Promise<CloudEvent<unknown>[]> {
+  private async followInstallJobs(
+    event: CloudEvent<unknown>,
+    preexisting: ReadonlySet<string>,
+  ): Promise<CloudEvent<unknown>[]> {
     const updates: CloudEvent<unknown>[] = [];
-    for (const namespace of this.namespacesOf(event)) {
-      const list = (await this.custom.listNamespacedCustomObject({
-        group: 'bpa.akraino.org',
-        version: 'v1alpha1',
-        plural: 'softwares',
-        namespace,
-      })) as { items: StoredObject[] };
-      for (const software of list.items) {
-        const job = pendingInstallJob(software);
-        const key = `${namespace}/${job}`;
-        if (!job || this.seenJobs.has(key)) continue;
-        this.seenJobs.add(key);
-        const ended = await this.jobEnded(namespace, job);
-        if (!ended) continue;
-        const live = await this.custom
-          .getNamespacedCustomObject({
-            group: 'bpa.akraino.org',
-            version: 'v1alpha1',
-            plural: 'softwares',
-            namespace,
-            name: software.metadata.name ?? '',
-          })
-          .catch(() => undefined);
-        if (live) updates.push(sourceEvent('update', JSON.parse(JSON.stringify(live)) as never));
-      }
+    for (const { key, namespace, job, software } of await this.pendingInstallJobs(this.namespacesOf(event))) {
+      if (preexisting.has(key) || this.seenJobs.has(key)) continue;
+      this.seenJobs.add(key);
+      if (!(await this.jobEnded(namespace, job))) continue;
+      const live = await this.custom
+        .getNamespacedCustomObject({ ...softwaresResource, namespace, name: software })
+        .catch(() => undefined);
+      if (live) updates.push(sourceEvent('update', JSON.parse(JSON.stringify(live)) as never));
     }
     return updates;
+  }
+
+  /** The install Jobs the Softwares of these namespaces wait for (Installed=Unknown, Installing). */
+  private async pendingInstallJobs(namespaces: readonly string[]) {
+    const pending: { key: string; namespace: string; job: string; software: string }[] = [];
+    for (const namespace of namespaces) {
+      const list = (await this.custom.listNamespacedCustomObject({ ...softwaresResource, namespace })) as {
+        items: StoredObject[];
+      };
+      for (const software of list.items) {
+        const job = pendingInstallJob(software);
+        if (job)
+          pending.push({
+            key: `${namespace}/${job}`,
+            namespace,
+            job,
+            software: software.metadata.name ?? '',
+          });
+      }
+    }
+    return pending;
   }
 
   /** Waits for the Job's Complete or Failed condition; false when the Job is gone (deleted). */
