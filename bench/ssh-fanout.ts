@@ -1,7 +1,8 @@
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { softwareInstallConfigSchema } from '../functions/software-install/config.js';
-import { planInstall, runInstall } from '../functions/software-install/ssh/install.js';
+import { planInstall } from '../functions/software-install/ssh/install.js';
+import { runInstall } from '../test/support/run-install.js';
 import type { PlannedHostInstall } from '../functions/software-install/ssh/install.js';
 import { runSshCommand } from '../functions/software-install/ssh/session.js';
 import { startSshHosts } from '../test/support/sshd.js';

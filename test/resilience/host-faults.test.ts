@@ -24,7 +24,11 @@ import { FaultTally } from './report/tally.js';
 const cluster = useTestCluster();
 const tally = new FaultTally(import.meta.url);
 const commandTimeoutSeconds = 4;
-const connectTimeoutSeconds = 4;
+/**
+ * The healthy hosts' sessions must open within it from the install Job's pod while other files
+ * load the node (the resilience load test runs 200 install Jobs); the silent host costs it once.
+ */
+const connectTimeoutSeconds = 20;
 
 interface HostStatus {
   node: string;

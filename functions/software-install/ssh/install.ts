@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import type { Logger } from '../../../shared/log.js';
-import { silentLogger } from '../../../shared/log.js';
 import type { NodeRole } from '../../../shared/schemas/node.js';
 import { buildInstallCommand, packageSpecsFromItems, packageWord } from './command.js';
 import { installId, pollCommand, runDetachedInstall, startCommand } from './detached.js';
 import type { PackageSpec } from './command.js';
-import { defaultConcurrency, runWithConcurrency } from './fanout.js';
 import { sha256FingerprintSchema } from './host-key-policy.js';
 import type { HostKeyPolicy } from './host-key-policy.js';
 import type { SshCommandResult } from './session.js';
@@ -150,40 +148,4 @@ export function internalErrorResult(host: PlannedHostInstall, cause: unknown): H
     durationMs: 0,
     startedAt: new Date().toISOString(),
   };
-}
-
-/**
- * Runs the planned installs over SSH (each detached on its host, polled), hosts in parallel up to the limit, results in the order
- * of `hosts`. One host failing (down, hanging, wrong key, non-zero exit) fails only itself.
- */
-export async function runInstall(options: InstallRunOptions): Promise<HostInstallResult[]> {
-  const logger = options.logger ?? silentLogger;
-  const settled = await runWithConcurrency(
-    options.hosts,
-    async (host): Promise<HostInstallResult> => {
-      const startedAt = new Date().toISOString();
-      const log = logger.child({ node: host.node, ip: host.ip });
-      log.info('ssh install starting', { port: options.port, username: options.username });
-      const result = await installOneHost(options, host);
-      const fields = {
-        exitCode: result.exitCode,
-        durationMs: Math.round(result.durationMs),
-        hostKeyFingerprint: result.hostKeyFingerprint,
-      };
-      if (result.error)
-        log.warn('ssh install failed', {
-          ...fields,
-          reason: result.error.reason,
-          message: result.error.message,
-        });
-      else log.info('ssh install finished', fields);
-      return { ...host, ...result, startedAt };
-    },
-    options.concurrency ?? defaultConcurrency,
-  );
-  return settled.map((outcome, index) =>
-    outcome.status === 'fulfilled'
-      ? outcome.value
-      : internalErrorResult(options.hosts[index] as PlannedHostInstall, outcome.reason),
-  );
 }

@@ -122,7 +122,7 @@ describeOnNode('software-install', () => {
       IP_SOURCES: 'nics',
       SSH_USER: lab.username,
       SSH_PORT: String(lab.port),
-      SSH_CONNECT_TIMEOUT_SECONDS: '10',
+      SSH_CONNECT_TIMEOUT_SECONDS: '30',
       SSH_TIMEOUT_SECONDS: '30',
       SSH_CONCURRENCY: '4',
       KUD_IMAGE: kudTestImage.succeeds,

@@ -157,7 +157,7 @@ beforeAll(async () => {
   harness = new ChainHarness(cluster.kubeConfig, {
     SSH_USER: lab.username,
     SSH_PORT: String(lab.port),
-    SSH_CONNECT_TIMEOUT_SECONDS: '10',
+    SSH_CONNECT_TIMEOUT_SECONDS: '30',
     SSH_TIMEOUT_SECONDS: '30',
     INSTALL_RETRY_DELAY_SECONDS: '0',
   });
@@ -184,7 +184,12 @@ it('waits while the Provisioning is not Ready for its current generation, though
 
   await setReady('gated', true);
   const deliveries = await harness.publish(await clusterReady('gated', nodes));
-  expect(replyTypes(deliveries)).toEqual([EventTypes.softwareInstalled]);
+  // With each host's error beside it: a failure says why.
+  const errors = (await readSoftware('gated-tools')).status?.hosts?.map((h) => h.error ?? 'ok');
+  expect({ replies: replyTypes(deliveries), errors }).toEqual({
+    replies: [EventTypes.softwareInstalled],
+    errors: ['ok'],
+  });
   expect(condition(await readSoftware('gated-tools'), 'Ready')).toMatchObject({ status: 'True' });
   expect(hosts[0]?.commands()).toHaveLength(1);
 });

@@ -421,7 +421,7 @@ describeOnNode('Software', () => {
       SSH_KEY_SECRET: 'software-ssh-key',
       SSH_USER: lab.username,
       SSH_PORT: String(lab.port),
-      SSH_CONNECT_TIMEOUT_SECONDS: '10',
+      SSH_CONNECT_TIMEOUT_SECONDS: '30',
       SSH_TIMEOUT_SECONDS: '30',
       INSTALL_RETRY_DELAY_SECONDS: '0',
     });

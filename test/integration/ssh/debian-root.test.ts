@@ -15,11 +15,8 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { interruptedNotice } from '../../../functions/software-install/ssh/command.js';
 import { HostLeases, hostLeaseName } from '../../../functions/software-install/host-lease.js';
 import { runRetriedInstall } from '../../../functions/software-install/ssh/host-install.js';
-import {
-  planInstall,
-  runInstall,
-  type InstallRunOptions,
-} from '../../../functions/software-install/ssh/install.js';
+import { planInstall, type InstallRunOptions } from '../../../functions/software-install/ssh/install.js';
+import { runInstall } from '../../support/run-install.js';
 import { useTestCluster } from '../../support/cluster.js';
 import { startDebianHosts, type DebianHost, type DebianHosts } from '../../support/debian-host.js';
 

@@ -1,10 +1,7 @@
 import { installId, startCommand } from '../../../functions/software-install/ssh/detached.js';
 import { BpaError } from '../../../shared/errors.js';
-import {
-  packagesForRoles,
-  planInstall,
-  runInstall,
-} from '../../../functions/software-install/ssh/install.js';
+import { packagesForRoles, planInstall } from '../../../functions/software-install/ssh/install.js';
+import { runInstall } from '../../support/run-install.js';
 import type {
   HostInstallTarget,
   InstallRunOptions,

@@ -93,6 +93,8 @@ export const labChainEnv = (namespace: string, lab: SshHosts, knownHostsPath: st
   SSH_USER: lab.username,
   SSH_PORT: String(lab.port),
   SSH_KNOWN_HOSTS: knownHostsPath,
-  SSH_CONNECT_TIMEOUT_SECONDS: '10',
+  // The install Job's pod opens the sessions, on a node other files may load (the load test's
+  // 200 install Jobs): as the demo lab's (local/lab/lab.ts).
+  SSH_CONNECT_TIMEOUT_SECONDS: '30',
   SSH_TIMEOUT_SECONDS: '30',
 });
