@@ -1,8 +1,8 @@
 /**
  * The chain on REAL Knative Eventing (install.ts): the manifests' Broker, Triggers and sources are
  * Knative's, and the functions run as pods from manifests/. Knative Services run as a Deployment
- * and a Service each through the local Serving overlay (OURS: Serving's controller cannot run
- * here, docs/knative.md). Everything runs from images on the one-machine cluster's node.
+ * and a Service each through the local Serving overlay (an IMITATION of ours: Serving's controller
+ * cannot run here, docs/knative.md). Everything runs from images on the one-machine cluster's node.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
