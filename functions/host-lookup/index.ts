@@ -24,7 +24,7 @@ import { resumeChain, sweep } from './sweep.js';
  * `hosts.resolved` (or record the failure and reply `provisioning.failed`). The ping runs the
  * sweep. Everything is read live: the event only says which object to look at (the prologue is
  * the shared step's, shared/k8s/define-step.ts), and its data may only make the step skip work
- * (`echoOfHandled`), never act.
+ * (`echoOfHandled`, and `shown`: a version this step wrote itself), never act.
  */
 const onProvisioningChange = defineStep<HostLookupConfig, KubeObjectData>({
   condition: ProvisioningCondition.hostsResolved,
@@ -40,7 +40,12 @@ const onProvisioningChange = defineStep<HostLookupConfig, KubeObjectData>({
       context.log.debug('the event shows this generation handled (an echo of a status write); skipped');
       return undefined;
     }
-    return { target: provisioningTarget(namespace, object.metadata.name) };
+    const { uid, resourceVersion } = object.metadata;
+    return {
+      target: provisioningTarget(namespace, object.metadata.name),
+      // The echoes of this step's own writes (the labels it recorded, the finalizer) end unread.
+      ...(uid && resourceVersion ? { shown: { uid, resourceVersion } } : {}),
+    };
   },
   deleting: 'skip-after-gate',
   // Status writes come back as update events: once this generation is handled (True or False;

@@ -49,6 +49,8 @@ const onSoftwareChange = defineStep<SoftwareInstallConfig, KubeObjectData>({
     const namespace = object.metadata.namespace;
     if (!namespace)
       throw invalid('MissingNamespace', `Software ${object.metadata.name} has no namespace in the event`);
+    // No `shown` (own-writes.ts): decideInstall decides again on every version, the echoes of
+    // its own writes included, and which of those it may skip is not audited (host-lookup's are).
     return { target: softwareTarget(namespace, object.metadata.name) };
   },
   // Deleting a Software uninstalls nothing (contract section 11) and it has no finalizer: an

@@ -15,6 +15,7 @@ import type { StoredObject } from './stored-object.js';
  * One step of the chain, written once (issue 26, in the spirit of Metal3's state handlers): the
  * prologue every step shares lives here and nowhere else, the step itself only says what it acts
  * on and what it does. For each event the prologue
+ * 0. drops the echo of a write its own step made (own-writes.ts), before any read;
  * 1. reads the object the event points at, once (the step acts on that read: no second GET);
  * 2. drops the event when it names another uid or generation (stale: the newer one has its own);
  * 3. calls the pause gate (shared/k8s/paused.ts), which records a pause or a resume;
@@ -36,6 +37,12 @@ export interface StepRun<Config> {
 export interface StepPointer {
   target: StatusTarget;
   ref?: GenerationRef;
+  /**
+   * The object's version as the event shows it (a resource event's data): a hint that may only
+   * skip. An event at a version this server's own step wrote is an echo and ends before any read
+   * (own-writes.ts). Absent: the event is always read through.
+   */
+  shown?: { uid: string; resourceVersion: string };
 }
 
 /** Why the prologue ended an event without running the step (logged; the reply is `reply`). */
@@ -77,6 +84,10 @@ export interface StepDefinition<Config, Data> {
 /** Logged when a delivery waited in the per-object queue (at info from a second on). */
 export const waitedLine = 'waited for the deliveries before it for the same object';
 
+/** Logged when the prologue drops the echo of its own step's write. */
+export const echoLine =
+  'the event shows a version this function wrote in a step that ended: an echo, skipped';
+
 /** The event handler of a step (for `on(schema, handler)`). */
 export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
   return async (
@@ -89,7 +100,7 @@ export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
     if (!pointer) return undefined;
     const { resource, namespace, name } = pointer.target;
     const key = `${resource.group}/${resource.plural}/${namespace}/${name}`;
-    const handle = ({ waitedMs, gaveUp }: QueueWait) => {
+    const handle = async ({ waitedMs, gaveUp }: QueueWait): Promise<HandlerResult> => {
       const object = `${namespace}/${name}`;
       if (gaveUp)
         context.log.warn('a delivery for the same object is still running: this one runs beside it', {
@@ -99,7 +110,13 @@ export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
       // A second or more is worth a line at info: a slow step held its object's next events.
       else if (waitedMs >= 1000) context.log.info(waitedLine, { object, waitedMs });
       else if (waitedMs > 0) context.log.debug(waitedLine, { object, waitedMs });
-      return handleEvent(step, context, pointer, data, event);
+      const { shown } = pointer;
+      if (shown && context.ownWrites?.wrote(shown.uid, shown.resourceVersion)) {
+        context.log.debug(echoLine, { object, resourceVersion: shown.resourceVersion });
+        return undefined;
+      }
+      const once = () => handleEvent(step, context, pointer, data, event);
+      return context.ownWrites ? context.ownWrites.recording(once) : once();
     };
     return context.queue ? context.queue.run(key, handle) : handle({ waitedMs: 0, gaveUp: false });
   };

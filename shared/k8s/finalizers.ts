@@ -2,6 +2,7 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { KubeClients } from './clients.js';
 import { classifyApiError, isNotFound } from './api-errors.js';
 import type { StatusTarget } from './custom-objects.js';
+import { noteWrite } from './own-writes.js';
 import type { StoredObject } from './stored-object.js';
 
 /**
@@ -26,10 +27,12 @@ async function patchFinalizers(
       ]
     : [{ op: 'add', path: '/metadata/finalizers', value: next }];
   try {
-    return (await clients.custom.patchNamespacedCustomObject(
-      { group, version, plural, namespace: target.namespace, name: target.name, body },
-      jsonPatch,
-    )) as StoredObject;
+    return noteWrite(
+      (await clients.custom.patchNamespacedCustomObject(
+        { group, version, plural, namespace: target.namespace, name: target.name, body },
+        jsonPatch,
+      )) as StoredObject,
+    );
   } catch (error) {
     if (isNotFound(error)) return 'gone';
     throw classifyApiError(error, `update the finalizers of ${plural} ${target.namespace}/${target.name}`);

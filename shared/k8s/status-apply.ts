@@ -5,6 +5,7 @@ import { apiStatusCode, classifyApiError, isConflict, isNotFound } from './api-e
 import type { KubeClients } from './clients.js';
 import { conditionsOf, setCondition, type ConditionUpdate } from './conditions.js';
 import { getCustomObject, type StatusTarget } from './custom-objects.js';
+import { noteWrite } from './own-writes.js';
 import type { StoredObject } from './stored-object.js';
 import { transient } from '../errors.js';
 
@@ -193,8 +194,9 @@ export async function applyStatus(
       },
       applyPatch,
     )) as StoredObject;
-    if (remove.length > 0) stored = await removeConditions(clients, request, stored, remove);
-    if (drop.length > 0) stored = await removeFields(clients, request, stored, drop);
+    noteWrite(stored);
+    if (remove.length > 0) stored = noteWrite(await removeConditions(clients, request, stored, remove));
+    if (drop.length > 0) stored = noteWrite(await removeFields(clients, request, stored, drop));
     return { outcome: 'written', object: stored };
   } catch (error) {
     if (isConflict(error)) return { outcome: 'conflict' };

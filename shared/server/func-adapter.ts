@@ -7,6 +7,7 @@ import { createLogger, type Logger } from '../log.js';
 import { routeEvent } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
 import { namespaceRefused } from './invoke.js';
+import { OwnWrites } from '../k8s/own-writes.js';
 import { ObjectQueue } from './object-queue.js';
 import { postToSink, type Sink } from './sink.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from './types.js';
@@ -36,6 +37,7 @@ interface ProcessScope<Config> {
   sink: Sink;
   log: Logger;
   queue: ObjectQueue;
+  ownWrites: OwnWrites;
 }
 
 const isOurContext = <Config>(context: object): context is FunctionContext<Config> =>
@@ -66,6 +68,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
         sink: { url: serverEnv.K_SINK ?? serverEnv.BROKER_URL, tokenFile: serverEnv.SINK_TOKEN_FILE },
         log: createLogger().child({ function: definition.name }),
         queue: new ObjectQueue(),
+        ownWrites: new OwnWrites(),
       };
     })());
 
@@ -78,7 +81,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
     const event = asOurEvent(rawEvent);
     const routing = routeEvent(definition, event);
     if ('problem' in routing) throw new FuncHttpError(400, routing.problem.reason, routing.problem.message);
-    const { kubeConfig, config, sink, log: processLog, queue } = await processScope();
+    const { kubeConfig, config, sink, log: processLog, queue, ownWrites } = await processScope();
     const log = processLog.child({ ...eventLogFields(event) });
     const traceparent = typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined;
     const ours: FunctionContext<Config> = {
@@ -91,6 +94,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
       },
       ...(traceparent ? { traceparent } : {}),
       queue,
+      ownWrites,
     };
     try {
       return await routing.routed.run(ours);

@@ -14,6 +14,7 @@ import { readBody } from './http-body.js';
 import { invoke } from './invoke.js';
 import { RequestTrace } from './request-span.js';
 import { errorBody, responder } from './responses.js';
+import { OwnWrites } from '../k8s/own-writes.js';
 import { ObjectQueue } from './object-queue.js';
 import { routeRequest } from './routes.js';
 import type { FunctionContext, FunctionDefinition } from './types.js';
@@ -92,6 +93,7 @@ export async function startFunctionServer<Config>(
   const serverEnv = parseEnv(serverEnvSchema, env, `the ${definition.name} function server`);
   const config = parseEnv(definition.configSchema, env, definition.name);
   const queue = new ObjectQueue();
+  const ownWrites = new OwnWrites();
   const log = (options.log ?? createLogger()).child({ function: definition.name });
   const sink: Sink = {
     url: options.sink ?? serverEnv.K_SINK ?? serverEnv.BROKER_URL,
@@ -192,6 +194,7 @@ export async function startFunctionServer<Config>(
         ...(parent.traceparent ? { traceparent: parent.traceparent } : {}),
         ...(metrics ? { metrics } : {}),
         queue,
+        ownWrites,
         continueTrace: (traceparent, tracestate) => {
           if (!trace.continueIn(traceparent, tracestate, spanName, eventAttributes)) return false;
           context.log = trace.log;

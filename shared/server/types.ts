@@ -3,6 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import type { Logger } from '../log.js';
 import type { FunctionMetrics, MetricSpec } from '../telemetry/metrics.js';
+import type { OwnWrites } from '../k8s/own-writes.js';
 import type { ObjectQueue } from './object-queue.js';
 
 /**
@@ -48,6 +49,11 @@ export interface FunctionContext<Config = unknown> {
    * deliveries of one object one at a time. Absent when a handler is called outside a server.
    */
   queue?: ObjectQueue;
+  /**
+   * The versions this server's steps wrote (shared/k8s/own-writes.ts): the shared step's
+   * prologue drops the echoes of its own writes before any read. Absent outside a server.
+   */
+  ownWrites?: OwnWrites;
 }
 
 /** The result of a handler: a CloudEvent (sent back as the reply, HTTP 200) or nothing (HTTP 204). */

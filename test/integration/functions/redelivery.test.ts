@@ -12,11 +12,14 @@
  * And the per-object queue (shared/server/object-queue.ts, issue 26 item 3): an echo of the
  * step's own write that arrives while the step runs waits for it, reads the object once, finds
  * the step done and writes nothing. Every API request host-lookup makes is recorded
- * (RecordingKubeConfig).
+ * (RecordingKubeConfig). An echo of a version the step itself wrote (shared/k8s/own-writes.ts),
+ * as the API server's own watch shows them, ends without a read.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Watch } from '@kubernetes/client-node';
 import { CloudEvent } from 'cloudevents';
 import { EventTypes } from '../../../shared/events/types.js';
+import { provisioningApiVersion } from '../../../shared/schemas/provisioning.js';
 import { definition as hostLookup } from '../../../functions/host-lookup/index.js';
 import { definition as inventoryRender } from '../../../functions/inventory-render/index.js';
 import { useTestCluster } from '../../support/cluster.js';
@@ -28,9 +31,18 @@ import {
   createProvisioning,
   provisioningObject,
   readProvisioning,
+  type StoredProvisioning,
 } from './support/fixtures.js';
 
 const cluster = useTestCluster();
+/** Polls `done` every 50 ms, for at most 10 s. */
+async function until(done: () => boolean) {
+  const deadline = Date.now() + 10_000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for the watch');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
 const mac = (i: number) => `dd:00:00:00:00:${String(i).padStart(2, '0')}`;
 
 describe('a redelivered event gets the reply it got the first time', () => {
@@ -46,7 +58,7 @@ describe('a redelivered event gets the reply it got the first time', () => {
   const again = (event: CloudEvent<unknown>) => new CloudEvent<unknown>({ ...event });
 
   beforeAll(async () => {
-    for (let i = 1; i <= 4; i++)
+    for (let i = 1; i <= 5; i++)
       await createBareMetalHost(cluster.kubeConfig, {
         name: `h-${i}`,
         namespace: ns(),
@@ -125,6 +137,51 @@ describe('a redelivered event gets the reply it got the first time', () => {
     ).toHaveLength(2);
     expect(count('create', 'events')).toBe(1);
     expect(count('patch', 'baremetalhosts')).toBe(1);
+  });
+
+  it('host-lookup: the echoes of its own writes end unread; a version it did not write is read', async () => {
+    // Every version the API server shows for the object, as the ApiServerSource delivers them.
+    const shown: StoredProvisioning[] = [];
+    const watch = await new Watch(cluster.kubeConfig).watch(
+      `/apis/${provisioningApiVersion}/namespaces/${ns()}/provisionings`,
+      { fieldSelector: 'metadata.name=own-echoes' },
+      (type: string, object: StoredProvisioning) => {
+        if (type === 'MODIFIED') shown.push(object);
+      },
+      () => undefined,
+    );
+    try {
+      const created = await provisioning('own-echoes', 5);
+      const first = await harness.deliver('host-lookup', sourceEvent('add', created));
+      expect([first.status, first.reply?.type]).toEqual([200, EventTypes.hostsResolved]);
+      const live = await readProvisioning(cluster.kubeConfig, ns(), 'own-echoes');
+      await until(() => shown.some((o) => o.metadata.resourceVersion === live.metadata.resourceVersion));
+      // The step's writes: the labels it recorded and the finalizer show the step not done yet
+      // (the data hint `echoOfHandled` skips none of them), then HostsResolved.
+      const undone = shown.filter((o) => conditionOf(o, 'HostsResolved') === undefined);
+      expect(undone.length).toBeGreaterThanOrEqual(2);
+      const getsOfIt = (from: number) =>
+        recorder.calls
+          .slice(from)
+          .filter((c) => c.verb === 'get' && c.resource === 'provisionings' && c.name === 'own-echoes');
+
+      const before = recorder.calls.length;
+      const echoes = [];
+      for (const object of shown)
+        echoes.push(await harness.deliver('host-lookup', sourceEvent('update', object)));
+      expect(echoes.map((d) => [d.status, d.reply])).toEqual(shown.map(() => [204, undefined]));
+      // No read at all: each version is one this server's step wrote (shared/k8s/own-writes.ts).
+      expect(getsOfIt(before)).toHaveLength(0);
+      expect(recorder.calls.slice(before).filter((c) => c.verb !== 'get')).toHaveLength(0);
+
+      // A version the step did not write (the create's) is read, once, and found done.
+      const after = recorder.calls.length;
+      const other = await harness.deliver('host-lookup', sourceEvent('update', created));
+      expect([other.status, other.reply]).toEqual([204, undefined]);
+      expect(getsOfIt(after)).toHaveLength(1);
+    } finally {
+      watch.abort();
+    }
   });
 
   it('inventory-render: hosts.resolved delivered again replies inventory.rendered again; another does not', async () => {
