@@ -50,7 +50,8 @@ const onSoftwareChange = defineStep<SoftwareInstallConfig, KubeObjectData>({
     if (!namespace)
       throw invalid('MissingNamespace', `Software ${object.metadata.name} has no namespace in the event`);
     // No `shown` (own-writes.ts): decideInstall decides again on every version, the echoes of
-    // its own writes included, and which of those it may skip is not audited (host-lookup's are).
+    // its own writes included. The echo of an announced outcome is where it goes on (one reply
+    // per request): nodes that joined while the Job ran get their install there.
     return { target: softwareTarget(namespace, object.metadata.name) };
   },
   // Deleting a Software uninstalls nothing (contract section 11) and it has no finalizer: an
