@@ -31,6 +31,7 @@ import { withRetryingCondition } from '../../shared/k8s/retrying-condition.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { announce, needsInstall, sweep } from './sweep.js';
+import { outcomeToAnnounce } from './job-outcome.js';
 
 /**
  * software-install: a Software was added or changed, or its cluster became ready → install
@@ -49,10 +50,17 @@ const onSoftwareChange = defineStep<SoftwareInstallConfig, KubeObjectData>({
     const namespace = object.metadata.namespace;
     if (!namespace)
       throw invalid('MissingNamespace', `Software ${object.metadata.name} has no namespace in the event`);
-    // No `shown` (own-writes.ts): decideInstall decides again on every version, the echoes of
-    // its own writes included. The echo of an announced outcome is where it goes on (one reply
-    // per request): nodes that joined while the Job ran get their install there.
-    return { target: softwareTarget(namespace, object.metadata.name) };
+    const { uid, resourceVersion } = object.metadata;
+    return {
+      target: softwareTarget(namespace, object.metadata.name),
+      // The echoes of its own writes (the claim, the run's objects, the Job's name, a wait or a
+      // failure) end unread; the announcement's is wanted (job-outcome.ts: echoWanted). Not a
+      // version that shows an outcome to announce: the Job's pod may have recorded it between
+      // two of this function's writes, and the data may only make the step skip.
+      ...(uid && resourceVersion && !showsOutcomeToAnnounce(object)
+        ? { shown: { uid, resourceVersion } }
+        : {}),
+    };
   },
   // Deleting a Software uninstalls nothing (contract section 11) and it has no finalizer: an
   // install Job's outcome recorded meanwhile is still announced, as before.
@@ -65,6 +73,13 @@ const onSoftwareChange = defineStep<SoftwareInstallConfig, KubeObjectData>({
     return 'event' in outcome ? outcome.event : undefined;
   },
 });
+
+/** The event's object shows an install Job's outcome not announced yet. */
+function showsOutcomeToAnnounce(object: KubeObjectData): boolean {
+  const status = object.status;
+  if (typeof status !== 'object' || status === null || Array.isArray(status)) return false;
+  return outcomeToAnnounce({ ...object, status: status as Record<string, unknown> }) !== undefined;
+}
 
 /**
  * installSoftware; a transient fault (API hiccup) is recorded as Installed=Unknown with its

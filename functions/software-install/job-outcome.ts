@@ -5,6 +5,7 @@ import { EventTypes, hostResultSchema, softwareSubject } from '../../shared/even
 import type { KubeClients } from '../../shared/k8s/clients.js';
 import { conditionFor, conditionsOf } from '../../shared/k8s/conditions.js';
 import { getCustomObject } from '../../shared/k8s/custom-objects.js';
+import { echoWanted } from '../../shared/k8s/own-writes.js';
 import { applyStatus } from '../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import type { FunctionMetrics } from '../../shared/telemetry/metrics.js';
@@ -49,12 +50,16 @@ export async function announceJobOutcome(
   // (trimmed by a cache) is read whole first, and still has to show this outcome unannounced.
   const base = Array.isArray(live.metadata.managedFields) ? live : await getCustomObject(clients, target);
   if (!base || outcomeToAnnounce(base)?.job !== outcome.job) return undefined;
-  // A resourceVersion precondition: of two deliveries of the same update, one announces.
-  const written = await applyStatus(clients, target, base, {
-    manager: functionManager,
-    conditions: [],
-    fields: { announcedJob: outcome.job },
-  });
+  // A resourceVersion precondition: of two deliveries of the same update, one announces. Its
+  // echo is wanted (own-writes.ts): there decideInstall looks again, for nodes that joined the
+  // cluster while the Job ran (this request's one reply is the announcement).
+  const written = await echoWanted(() =>
+    applyStatus(clients, target, base, {
+      manager: functionManager,
+      conditions: [],
+      fields: { announcedJob: outcome.job },
+    }),
+  );
   if (written.outcome !== 'written') return undefined;
   const cluster = live.metadata.labels?.cluster ?? '';
   const recorded = z.array(recordedHostSchema).catch([]).parse(live.status?.hosts);

@@ -63,6 +63,17 @@ interface ObjectVersion {
 }
 
 const written = new AsyncLocalStorage<ObjectVersion[]>();
+/** The store inside echoWanted: what is written there is not noted. */
+const notNoted: readonly ObjectVersion[] = Object.freeze([]);
+
+/**
+ * Runs `work` with its writes not noted: their echoes reach the step like anyone else's change.
+ * For a write whose echo is where the step goes on (one reply per request: software-install
+ * announces an install's outcome, and decides on the echo whether joined nodes need one more).
+ */
+export function echoWanted<T>(work: () => Promise<T>): Promise<T> {
+  return written.run(notNoted as ObjectVersion[], work);
+}
 
 /**
  * Notes an object as a write returned it (and returns it), for the step running now (OwnWrites.recording); outside
@@ -70,6 +81,7 @@ const written = new AsyncLocalStorage<ObjectVersion[]>();
  */
 export function noteWrite<T extends { metadata?: { uid?: string; resourceVersion?: string } }>(stored: T): T {
   const list = written.getStore();
+  if (list === notNoted) return stored;
   const uid = stored.metadata?.uid;
   const resourceVersion = stored.metadata?.resourceVersion;
   if (list && uid && resourceVersion) list.push({ uid, resourceVersion });

@@ -21,6 +21,7 @@ import {
   CustomObjectsApi,
   KubeConfig,
   RbacAuthorizationV1Api,
+  Watch,
 } from '@kubernetes/client-node';
 import { softwareInstallConfigSchema } from '../../../functions/software-install/config.js';
 import { hostLeaseName, microTime } from '../../../functions/software-install/host-lease.js';
@@ -39,6 +40,8 @@ import { createLogger } from '../../../shared/log.js';
 import { useTestCluster } from '../../support/cluster.js';
 import { startDebianHosts, type DebianHosts } from '../../support/debian-host.js';
 import { asServiceAccount } from '../../support/service-account-kubeconfig.js';
+import { RecordingKubeConfig } from '../../support/recording-kube-config.js';
+import { waitFor } from '../../../local/control-plane/wait.js';
 import { startSshHosts, type SshHosts } from '../../support/sshd.js';
 import { definition as softwareInstall } from '../../../functions/software-install/index.js';
 import { ChainHarness, sourceEvent } from './support/chain-harness.js';
@@ -49,7 +52,7 @@ const cluster = useTestCluster();
 const quiet = createLogger({ sink: () => undefined, level: 'error' });
 
 interface StoredSoftware {
-  metadata: { name: string; namespace: string; generation: number; uid: string };
+  metadata: { name: string; namespace: string; generation: number; uid: string; resourceVersion?: string };
   status?: {
     conditions?: {
       type: string;
@@ -423,13 +426,17 @@ describe('on recording hosts (faults on purpose)', () => {
 describe('software-install creates the Job and holds no request open', () => {
   let lab: SshHosts;
   let harness: ChainHarness;
+  /** Every API request software-install makes (and only its). */
+  let recorder: RecordingKubeConfig;
   beforeAll(async () => {
+    recorder = new RecordingKubeConfig();
+    recorder.loadFromFile(cluster.kubeconfigPath);
     lab = await startSshHosts({ count: 1, firstAddress: 95 });
     await createKeySecret('ssh-key-secret', lab.privateKey);
     await createReadyProvisioning(cluster.kubeConfig, cluster.namespace, 'launch');
     await createClusterNodes('launch', { MASTER_l1: lab.hosts[0]?.ip ?? '' });
     harness = new ChainHarness(
-      cluster.kubeConfig,
+      recorder,
       {
         SSH_USER: lab.username,
         SSH_PORT: String(lab.port),
@@ -446,11 +453,41 @@ describe('software-install creates the Job and holds no request open', () => {
   });
 
   it('the event creates the Job, its ServiceAccount and Role; the Job’s command, run as that ServiceAccount, installs', async () => {
+    // Every version the API server shows, as the ApiServerSource delivers them.
+    const shown: StoredSoftware[] = [];
+    const watch = await new Watch(cluster.kubeConfig).watch(
+      `/apis/bpa.akraino.org/v1alpha1/namespaces/${cluster.namespace}/softwares`,
+      { fieldSelector: 'metadata.name=launch-tools' },
+      (type: string, object: StoredSoftware) => {
+        if (type === 'MODIFIED') shown.push(object);
+      },
+      () => undefined,
+    );
     const software = await createSoftware('launch-tools', 'launch', { masterSoftware: ['htop'] });
     const [delivery] = await harness.publish(sourceEvent('add', software as never));
     expect(delivery?.status).toBe(204);
     expect(lab.hosts[0]?.commands()).toEqual([]);
     let stored = await readSoftware('launch-tools');
+    // The echoes of software-install's own writes (the claim, the run's objects, the Job's name)
+    // end unread (shared/k8s/own-writes.ts): no API request at all.
+    try {
+      await waitFor(
+        async () =>
+          shown.some((o) => o.metadata.resourceVersion === stored.metadata.resourceVersion)
+            ? true
+            : undefined,
+        { what: 'the watch to show the stored Software', timeoutMs: 10_000 },
+      );
+    } finally {
+      watch.abort();
+    }
+    expect(shown.length).toBeGreaterThanOrEqual(3);
+    const beforeEchoes = recorder.calls.length;
+    for (const object of shown) {
+      const echo = await harness.deliver('software-install', sourceEvent('update', object as never));
+      expect([echo.status, echo.reply]).toEqual([204, undefined]);
+    }
+    expect(recorder.calls.slice(beforeEchoes)).toEqual([]);
     expect(condition(stored, 'Installed')).toMatchObject({ status: 'Unknown', reason: 'Installing' });
     expect(condition(stored, 'Installed')?.message).toBe(
       'Installing on 1 host in Job launch-tools-install-1',
@@ -520,10 +557,17 @@ describe('software-install creates the Job and holds no request open', () => {
     const [announced] = await harness.publish(sourceEvent('update', stored as never));
     expect(announced?.reply?.type).toBe(EventTypes.softwareInstalled);
     expect(announced?.reply?.data).toMatchObject({ cluster: 'launch', hosts: [{ node: 'l1', exitCode: 0 }] });
+    // The announcement's own echo is read (echoWanted): there joined nodes would get an install.
+    const beforeAgain = recorder.calls.length;
     const [again] = await harness.publish(
       sourceEvent('update', (await readSoftware('launch-tools')) as never),
     );
     expect(again?.reply).toBeUndefined();
+    expect(
+      recorder.calls
+        .slice(beforeAgain)
+        .filter((c) => c.verb === 'get' && c.resource === 'softwares' && c.name === 'launch-tools'),
+    ).toHaveLength(1);
     expect(lab.hosts[0]?.commands()).toHaveLength(1);
   }, 120_000);
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { OwnWrites, noteWrite } from '../../../shared/k8s/own-writes.js';
+import { OwnWrites, echoWanted, noteWrite } from '../../../shared/k8s/own-writes.js';
 
 const object = (uid: string, resourceVersion: string) => ({ metadata: { uid, resourceVersion } });
 
@@ -65,6 +65,18 @@ describe('OwnWrites', () => {
       }),
     ).rejects.toThrow('outer fault');
     expect(own.wrote('u1', '5')).toBe(false);
+  });
+
+  it('notes nothing written inside echoWanted: that echo reaches the step', async () => {
+    const own = new OwnWrites();
+    await own.recording(async () => {
+      noteWrite(object('u1', '1'));
+      await echoWanted(async () => {
+        noteWrite(object('u1', '2'));
+      });
+      noteWrite(object('u1', '3'));
+    });
+    expect([own.wrote('u1', '1'), own.wrote('u1', '2'), own.wrote('u1', '3')]).toEqual([true, false, true]);
   });
 
   it('holds at most its bounds: the oldest object and the oldest versions go first', async () => {
