@@ -76,8 +76,9 @@ export function echoWanted<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Notes an object as a write returned it (and returns it), for the step running now (OwnWrites.recording); outside
- * a recording step nothing is noted. Called by the shared writers (status-apply.ts, finalizers.ts).
+ * Notes an object as a write returned it, for the step running now (OwnWrites.recording), and
+ * returns it; outside a recording step nothing is noted. Called by the shared writers
+ * (status-apply.ts, finalizers.ts).
  */
 export function noteWrite<T extends { metadata?: { uid?: string; resourceVersion?: string } }>(stored: T): T {
   const list = written.getStore();
