@@ -27,11 +27,14 @@ async function patchFinalizers(
       ]
     : [{ op: 'add', path: '/metadata/finalizers', value: next }];
   try {
+    // `next` differs from the list tested (both callers check): a patch that passes stores a new
+    // version, this write's.
     return noteWrite(
       (await clients.custom.patchNamespacedCustomObject(
         { group, version, plural, namespace: target.namespace, name: target.name, body },
         jsonPatch,
       )) as StoredObject,
+      object.metadata.resourceVersion,
     );
   } catch (error) {
     if (isNotFound(error)) return 'gone';

@@ -78,13 +78,19 @@ export function echoWanted<T>(work: () => Promise<T>): Promise<T> {
 /**
  * Notes an object as a write returned it, for the step running now (OwnWrites.recording), and
  * returns it; outside a recording step nothing is noted. Called by the shared writers
- * (status-apply.ts, finalizers.ts).
+ * (status-apply.ts, finalizers.ts) with the resourceVersion the write was based on: a write that
+ * changed nothing (a server-side apply restating what is stored) stores no version of its own and
+ * returns the object as it was, at a version someone else may have written (an install Job's
+ * outcome): that one is not this step's, and its event must still be read.
  */
-export function noteWrite<T extends { metadata?: { uid?: string; resourceVersion?: string } }>(stored: T): T {
+export function noteWrite<T extends { metadata?: { uid?: string; resourceVersion?: string } }>(
+  stored: T,
+  basedOn: string | undefined,
+): T {
   const list = written.getStore();
   if (list === notNoted) return stored;
   const uid = stored.metadata?.uid;
   const resourceVersion = stored.metadata?.resourceVersion;
-  if (list && uid && resourceVersion) list.push({ uid, resourceVersion });
+  if (list && uid && resourceVersion && resourceVersion !== basedOn) list.push({ uid, resourceVersion });
   return stored;
 }

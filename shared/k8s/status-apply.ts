@@ -194,9 +194,16 @@ export async function applyStatus(
       },
       applyPatch,
     )) as StoredObject;
-    noteWrite(stored);
-    if (remove.length > 0) stored = noteWrite(await removeConditions(clients, request, stored, remove));
-    if (drop.length > 0) stored = noteWrite(await removeFields(clients, request, stored, drop));
+    // Conditional on live's version: a new version is this write's; the same one, a no-op.
+    noteWrite(stored, live.metadata.resourceVersion);
+    if (remove.length > 0) {
+      const before = stored.metadata.resourceVersion;
+      stored = noteWrite(await removeConditions(clients, request, stored, remove), before);
+    }
+    if (drop.length > 0) {
+      const before = stored.metadata.resourceVersion;
+      stored = noteWrite(await removeFields(clients, request, stored, drop), before);
+    }
     return { outcome: 'written', object: stored };
   } catch (error) {
     if (isConflict(error)) return { outcome: 'conflict' };

@@ -5,7 +5,8 @@
  * written by a plain update (another writer) survives too; lastTransitionTime moves only when a
  * condition's status does; an apply based on a stale read is refused (409), which the steps rely
  * on to record a success once; the derived Reconciling goes when Ready turns True; a field or a
- * condition another manager wrote is dropped all the same when a change says so.
+ * condition another manager wrote is dropped all the same when a change says so; an apply that
+ * changes nothing hands back another writer's version, which is not noted as this step's own.
  */
 import { describe, expect, it } from '@jest/globals';
 import { CustomObjectsApi } from '@kubernetes/client-node';
@@ -13,6 +14,7 @@ import { kubeClients } from '../../../shared/k8s/clients.js';
 import { applyConditions } from '../../../shared/k8s/condition-writer.js';
 import { conditionsOf, findCondition } from '../../../shared/k8s/conditions.js';
 import { getCustomObject } from '../../../shared/k8s/custom-objects.js';
+import { OwnWrites } from '../../../shared/k8s/own-writes.js';
 import { provisioningTarget } from '../../../shared/k8s/provisioning.js';
 import { applyStatus, fieldManagerFor } from '../../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../../shared/k8s/stored-object.js';
@@ -188,6 +190,52 @@ describe('status by server-side apply', () => {
       live: stale,
     });
     expect(again.outcome).toBe('already-done');
+  });
+
+  it('notes as its own write only a version its apply stored, not the one a no-op apply hands back', async () => {
+    // The echo rule (shared/k8s/own-writes.ts): an event at a version this step wrote is skipped
+    // unread. A no-op apply stores nothing and returns the object as it is, at a version another
+    // writer may have stored (an install Job's outcome): skipping that one loses its event.
+    const { clients, target, read } = await newProvisioning('noop');
+    const change = (live: StoredObject) => ({
+      manager: kudJobLaunch,
+      conditions: [
+        {
+          type: 'JobLaunched',
+          status: 'Unknown' as const,
+          reason: 'ApiUnavailable',
+          message: 'launching',
+          observedGeneration: live.metadata.generation ?? 0,
+        },
+      ],
+    });
+    const own = new OwnWrites();
+    let live = await read();
+    const first = await own.recording(() => applyStatus(clients, target, live, change(live)));
+    if (first.outcome !== 'written') throw new Error(`first apply: ${first.outcome}`);
+    const firstVersion = first.object.metadata.resourceVersion ?? '';
+    expect(firstVersion).not.toBe(live.metadata.resourceVersion);
+    expect(own.wrote(first.object.metadata.uid ?? '', firstVersion)).toBe(true);
+
+    // Another writer (a plain update) stores a version of its own.
+    const api = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    await api.replaceNamespacedCustomObjectStatus({
+      group: 'bpa.akraino.org',
+      version: 'v1alpha1',
+      plural: 'provisionings',
+      namespace: cluster.namespace,
+      name: 'noop',
+      body: { ...first.object, status: { ...first.object.status, jobName: 'kud-noop' } },
+    });
+    live = await read();
+    const othersVersion = live.metadata.resourceVersion ?? '';
+    expect(othersVersion).not.toBe(firstVersion);
+
+    // The same apply again changes nothing: the API server hands back the other writer's version.
+    const again = await own.recording(() => applyStatus(clients, target, live, change(live)));
+    if (again.outcome !== 'written') throw new Error(`second apply: ${again.outcome}`);
+    expect(again.object.metadata.resourceVersion).toBe(othersVersion);
+    expect(own.wrote(live.metadata.uid ?? '', othersVersion)).toBe(false);
   });
 
   it('drops the derived Reconciling condition when Ready turns True', async () => {

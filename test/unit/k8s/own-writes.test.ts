@@ -2,15 +2,17 @@ import { describe, expect, it } from '@jest/globals';
 import { OwnWrites, echoWanted, noteWrite } from '../../../shared/k8s/own-writes.js';
 
 const object = (uid: string, resourceVersion: string) => ({ metadata: { uid, resourceVersion } });
+/** A write that stored `resourceVersion`, based on an older read. */
+const note = (uid: string, resourceVersion: string) => noteWrite(object(uid, resourceVersion), 'older');
 
 describe('OwnWrites', () => {
   it('records the versions a step wrote once the step ends', async () => {
     const own = new OwnWrites();
     let seenInside: boolean | undefined;
     await own.recording(async () => {
-      noteWrite(object('u1', '10'));
+      note('u1', '10');
       await new Promise((resolve) => setImmediate(resolve));
-      noteWrite(object('u1', '11'));
+      note('u1', '11');
       // Not before the step has ended: an echo then must still be read.
       seenInside = own.wrote('u1', '10');
     });
@@ -23,7 +25,7 @@ describe('OwnWrites', () => {
     const own = new OwnWrites();
     await expect(
       own.recording(async () => {
-        noteWrite(object('u1', '10'));
+        note('u1', '10');
         throw new Error('API hiccup');
       }),
     ).rejects.toThrow('API hiccup');
@@ -32,17 +34,17 @@ describe('OwnWrites', () => {
 
   it('keeps steps running side by side apart, and notes nothing outside a step', async () => {
     const own = new OwnWrites();
-    noteWrite(object('outside', '1'));
+    note('outside', '1');
     let fail!: (error: Error) => void;
     const failing = own.recording(
       () =>
         new Promise<void>((_resolve, reject) => {
-          noteWrite(object('a', '1'));
+          note('a', '1');
           fail = reject;
         }),
     );
     await own.recording(async () => {
-      noteWrite(object('b', '1'));
+      note('b', '1');
     });
     fail(new Error('fault'));
     await expect(failing).rejects.toThrow('fault');
@@ -58,7 +60,7 @@ describe('OwnWrites', () => {
     await expect(
       own.recording(async () => {
         await own.recording(async () => {
-          noteWrite(object('u1', '5'));
+          note('u1', '5');
         });
         expect(own.wrote('u1', '5')).toBe(false);
         throw new Error('outer fault');
@@ -70,11 +72,11 @@ describe('OwnWrites', () => {
   it('notes nothing written inside echoWanted: that echo reaches the step', async () => {
     const own = new OwnWrites();
     await own.recording(async () => {
-      noteWrite(object('u1', '1'));
+      note('u1', '1');
       await echoWanted(async () => {
-        noteWrite(object('u1', '2'));
+        note('u1', '2');
       });
-      noteWrite(object('u1', '3'));
+      note('u1', '3');
     });
     expect([own.wrote('u1', '1'), own.wrote('u1', '2'), own.wrote('u1', '3')]).toEqual([true, false, true]);
   });
@@ -82,15 +84,15 @@ describe('OwnWrites', () => {
   it('holds at most its bounds: the oldest object and the oldest versions go first', async () => {
     const own = new OwnWrites(2, 2);
     await own.recording(async () => {
-      for (const rv of ['1', '2', '3']) noteWrite(object('a', rv));
-      noteWrite(object('b', '1'));
-      noteWrite(object('c', '1'));
+      for (const rv of ['1', '2', '3']) note('a', rv);
+      note('b', '1');
+      note('c', '1');
     });
     expect([own.wrote('a', '3'), own.wrote('b', '1'), own.wrote('c', '1')]).toEqual([false, true, true]);
     await own.recording(async () => {
-      noteWrite(object('x', '1'));
-      noteWrite(object('x', '2'));
-      noteWrite(object('x', '3'));
+      note('x', '1');
+      note('x', '2');
+      note('x', '3');
     });
     expect([own.wrote('x', '1'), own.wrote('x', '2'), own.wrote('x', '3')]).toEqual([false, true, true]);
   });
