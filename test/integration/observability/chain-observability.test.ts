@@ -41,7 +41,7 @@ import { labProvisioning, labSoftware } from '../../../local/lab/lab-definition.
 import { makeApiServerEvent } from '../../../local/sources/apiserver-source.js';
 import { makePingEvent } from '../../../local/sources/ping-source.js';
 import { stackNamespace, startStack, type Stack } from '../../../local/stack/index.js';
-import { EventTypes, SourceEventTypes } from '../../../shared/events/types.js';
+import { EventTypes, SourceEventTypes, softwareSubject } from '../../../shared/events/types.js';
 import { traceIdOf } from '../../../shared/telemetry/tracing.js';
 import { useNodeCluster } from '../../support/node-cluster.js';
 import { eventually } from './support/eventually.js';
@@ -162,7 +162,20 @@ describe('a chain run through the embedded stack', () => {
       },
       180_000,
     );
-  }, 240_000);
+    // Ready is the install Job's own write; software-install announces it when that write's
+    // update reaches it. The next test deletes A, and a Software deleted before its outcome is
+    // announced is never announced (nothing left to read): the metrics below count the
+    // announcement, so it is waited for here (CI once deleted A first on a loaded machine).
+    const softwareA = softwareSubject(namespace, `${clusterA}-tools`);
+    await eventually(
+      'software.installed of Software A at the recorder',
+      () =>
+        recorder.received.find(
+          (r) => r.event.type === EventTypes.softwareInstalled && r.event.subject === softwareA,
+        ),
+      60_000,
+    );
+  }, 300_000);
 
   it('keeps the source event’s trace id up to cluster.ready, across the KUD Job', async () => {
     // B names the lab's hosts, and a host serves one Provisioning at a time (its BareMetalHost's
