@@ -84,6 +84,9 @@ function urlFor(host: string, port: number): string {
 }
 
 /** Starts the server; rejects with BpaError `InvalidConfig` when the env does not validate. */
+/** How long the server keeps an idle keep-alive connection open (see startFunctionServer). */
+export const keepAliveTimeoutMs = 72_000;
+
 export async function startFunctionServer<Config>(
   options: FunctionServerOptions<Config>,
 ): Promise<RunningFunctionServer> {
@@ -256,6 +259,11 @@ export async function startFunctionServer<Config>(
       respond.error(response, 500, 'InternalError', describeError(error).message);
     });
   });
+  // An idle keep-alive connection stays open longer than the senders' pools keep one idle
+  // (Knative's queue-proxy, the embedded broker): a server that closes first races the sender's
+  // next POST on that connection, which is reset ("socket hang up") and comes back as a retried
+  // delivery. Node's default is 5 s; faas-js-runtime's fastify uses 72 s for the same reason.
+  server.keepAliveTimeout = keepAliveTimeoutMs;
   // Bytes that are not HTTP: answer 400 the way Node would, and keep serving.
   server.on('clientError', (_error, socket) => {
     if (socket.writable) {

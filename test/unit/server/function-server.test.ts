@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { connect } from 'node:net';
 import { CloudEvent, HTTP } from 'cloudevents';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -557,6 +558,57 @@ describe('function server start-up and shutdown', () => {
     expect(closed).toBe(true);
     await expect(fetch(`${server.url}/health/liveness`)).rejects.toThrow();
   });
+
+  it("keeps an idle keep-alive connection open past Node's 5 s default, and still closes it on close()", async () => {
+    // A sender's pool reuses an idle connection (the embedded broker's agent keeps them with no
+    // idle limit of its own): a server that had closed it meanwhile races that POST, which is
+    // reset. Here the second request goes out 6 s after the first, on the same connection.
+    const probe: TestFunctionProbe = { contexts: [], events: [] };
+    const server = await startFunctionServer({
+      definition: testFunction(probe),
+      host: '127.0.0.1',
+      port: 0,
+      kubeConfig: untouchableKubeConfig,
+      env: {},
+      tracing: false,
+      log: capturingLogger().log,
+    });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (id: string) =>
+      new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        const body = JSON.stringify({ name: id });
+        const request = http.request(
+          server.url,
+          {
+            method: 'POST',
+            agent,
+            headers: { ...binaryHeaders({ 'ce-id': id }), 'content-length': Buffer.byteLength(body) },
+          },
+          (response) => {
+            response.resume();
+            response.on('end', () =>
+              resolve({ status: response.statusCode ?? 0, reused: request.reusedSocket }),
+            );
+          },
+        );
+        request.on('error', reject);
+        request.end(body);
+      });
+    try {
+      expect(await send('first')).toEqual({ status: 200, reused: false });
+      await new Promise((resolve) => setTimeout(resolve, 6000));
+      expect(await send('after-idle')).toEqual({ status: 200, reused: true });
+      // close() ends the idle connection instead of waiting 72 s for it (the test's 20 s would end first).
+      const idle = Object.values(agent.freeSockets).flatMap((sockets) => sockets ?? []);
+      expect(idle).toHaveLength(1);
+      const idleClosed = new Promise((resolve) => idle[0]!.once('close', resolve));
+      await server.close();
+      await idleClosed;
+    } finally {
+      agent.destroy();
+      await server.close();
+    }
+  }, 20_000);
 
   it('cuts connections that outlive the grace period', async () => {
     const gate = createGate();
