@@ -47,6 +47,18 @@ async function newProvisioning(name: string) {
   return { clients, target, read };
 }
 
+/** Another writer's status field, by a plain update (a writer outside the functions: they apply). */
+async function writeJobNameAsAnotherWriter(object: StoredObject, jobName: string) {
+  await cluster.kubeConfig.makeApiClient(CustomObjectsApi).replaceNamespacedCustomObjectStatus({
+    group: 'bpa.akraino.org',
+    version: 'v1alpha1',
+    plural: 'provisionings',
+    namespace: cluster.namespace,
+    name: object.metadata.name,
+    body: { ...object, status: { ...object.status, jobName } },
+  });
+}
+
 const ref = (object: StoredObject) => ({
   uid: object.metadata.uid,
   generation: object.metadata.generation ?? 0,
@@ -75,15 +87,7 @@ describe('status by server-side apply', () => {
 
     // Another writer's field, by a plain update (a writer outside the functions: the functions apply).
     live = await read();
-    const api = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    await api.replaceNamespacedCustomObjectStatus({
-      group: 'bpa.akraino.org',
-      version: 'v1alpha1',
-      plural: 'provisionings',
-      namespace: cluster.namespace,
-      name: 'coexist',
-      body: { ...live, status: { ...live.status, jobName: 'kud-coexist' } },
-    });
+    await writeJobNameAsAnotherWriter(live, 'kud-coexist');
 
     live = await read();
     const rendered = await applyConditions(clients, target, {
@@ -218,15 +222,7 @@ describe('status by server-side apply', () => {
     expect(own.wrote(first.object.metadata.uid ?? '', firstVersion)).toBe(true);
 
     // Another writer (a plain update) stores a version of its own.
-    const api = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    await api.replaceNamespacedCustomObjectStatus({
-      group: 'bpa.akraino.org',
-      version: 'v1alpha1',
-      plural: 'provisionings',
-      namespace: cluster.namespace,
-      name: 'noop',
-      body: { ...first.object, status: { ...first.object.status, jobName: 'kud-noop' } },
-    });
+    await writeJobNameAsAnotherWriter(first.object, 'kud-noop');
     live = await read();
     const othersVersion = live.metadata.resourceVersion ?? '';
     expect(othersVersion).not.toBe(firstVersion);

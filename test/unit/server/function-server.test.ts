@@ -513,6 +513,19 @@ describe('function server', () => {
   });
 });
 
+/** A function server on a free loopback port with no tracing and a log nobody reads. */
+const startQuietServer = (probe: TestFunctionProbe, shutdownGraceMs?: number) =>
+  startFunctionServer({
+    definition: testFunction(probe),
+    host: '127.0.0.1',
+    port: 0,
+    kubeConfig: untouchableKubeConfig,
+    env: {},
+    tracing: false,
+    ...(shutdownGraceMs !== undefined ? { shutdownGraceMs } : {}),
+    log: capturingLogger().log,
+  });
+
 describe('function server start-up and shutdown', () => {
   it('refuses to start with invalid config, naming the variable', async () => {
     const probe: TestFunctionProbe = { contexts: [], events: [] };
@@ -535,15 +548,7 @@ describe('function server start-up and shutdown', () => {
   it('lets an in-flight request finish on close, then stops accepting connections', async () => {
     const gate = createGate();
     const probe: TestFunctionProbe = { contexts: [], events: [], slowGate: gate };
-    const server = await startFunctionServer({
-      definition: testFunction(probe),
-      host: '127.0.0.1',
-      port: 0,
-      kubeConfig: untouchableKubeConfig,
-      env: {},
-      tracing: false,
-      log: capturingLogger().log,
-    });
+    const server = await startQuietServer(probe);
     const inFlight = post(server.url, binaryHeaders({ 'ce-type': slowType }), '{}');
     await gate.entered;
     let closed = false;
@@ -564,15 +569,7 @@ describe('function server start-up and shutdown', () => {
     // idle limit of its own): a server that had closed it meanwhile races that POST, which is
     // reset. Here the second request goes out 6 s after the first, on the same connection.
     const probe: TestFunctionProbe = { contexts: [], events: [] };
-    const server = await startFunctionServer({
-      definition: testFunction(probe),
-      host: '127.0.0.1',
-      port: 0,
-      kubeConfig: untouchableKubeConfig,
-      env: {},
-      tracing: false,
-      log: capturingLogger().log,
-    });
+    const server = await startQuietServer(probe);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const send = (id: string) =>
       new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
@@ -613,16 +610,7 @@ describe('function server start-up and shutdown', () => {
   it('cuts connections that outlive the grace period', async () => {
     const gate = createGate();
     const probe: TestFunctionProbe = { contexts: [], events: [], slowGate: gate };
-    const server = await startFunctionServer({
-      definition: testFunction(probe),
-      host: '127.0.0.1',
-      port: 0,
-      kubeConfig: untouchableKubeConfig,
-      env: {},
-      tracing: false,
-      shutdownGraceMs: 50,
-      log: capturingLogger().log,
-    });
+    const server = await startQuietServer(probe, 50);
     const inFlight = post(server.url, binaryHeaders({ 'ce-type': slowType }), '{}');
     await gate.entered;
     await server.close();
