@@ -83,10 +83,10 @@ function urlFor(host: string, port: number): string {
   return host.includes(':') ? `http://[${host}]:${port}` : `http://${host}:${port}`;
 }
 
-/** Starts the server; rejects with BpaError `InvalidConfig` when the env does not validate. */
 /** How long the server keeps an idle keep-alive connection open (see startFunctionServer). */
-export const keepAliveTimeoutMs = 72_000;
+const keepAliveTimeoutMs = 72_000;
 
+/** Starts the server; rejects with BpaError `InvalidConfig` when the env does not validate. */
 export async function startFunctionServer<Config>(
   options: FunctionServerOptions<Config>,
 ): Promise<RunningFunctionServer> {
@@ -259,10 +259,10 @@ export async function startFunctionServer<Config>(
       respond.error(response, 500, 'InternalError', describeError(error).message);
     });
   });
-  // An idle keep-alive connection stays open longer than the senders' pools keep one idle
-  // (Knative's queue-proxy, the embedded broker): a server that closes first races the sender's
-  // next POST on that connection, which is reset ("socket hang up") and comes back as a retried
-  // delivery. Node's default is 5 s; faas-js-runtime's fastify uses 72 s for the same reason.
+  // Idle keep-alive connections stay open 72 s, not Node's 5 s: the senders (Knative's broker,
+  // the embedded broker) pool connections and keep them idle longer than that, and a server that
+  // closes one first races the sender's next POST on it, which is reset ("socket hang up") and
+  // retried as a failed delivery. faas-js-runtime's fastify uses 72 s for the same reason.
   server.keepAliveTimeout = keepAliveTimeoutMs;
   // Bytes that are not HTTP: answer 400 the way Node would, and keep serving.
   server.on('clientError', (_error, socket) => {
