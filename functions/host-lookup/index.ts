@@ -1,3 +1,4 @@
+import { provisioningsResource } from '../../shared/k8s/resources.js';
 import { invalid } from '../../shared/errors.js';
 import { SourceEventTypes, kubeObjectSchema, type KubeObjectData } from '../../shared/events/types.js';
 import { provisioningApiVersion, provisioningKind } from '../../shared/schemas/provisioning.js';
@@ -106,6 +107,8 @@ export const definition: FunctionDefinition<HostLookupConfig> = {
   configSchema: hostLookupConfigSchema,
   metrics: hostLookupMetrics,
   release: stopHostIndexes,
+  // The Provisioning an event points at, from the server's watch (shared/k8s/watched-objects.ts).
+  watches: [provisioningsResource],
 };
 
 /** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */

@@ -1,3 +1,4 @@
+import { provisioningsResource } from '../../shared/k8s/resources.js';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { clusterTypeOf } from '../../shared/core/cluster-type.js';
@@ -150,6 +151,8 @@ export const definition: FunctionDefinition<InventoryRenderConfig> = {
   events: { [EventTypes.hostsResolved]: on(hostsResolvedDataSchema, onHostsResolved) },
   configSchema: inventoryRenderConfigSchema,
   metrics: inventoryRenderMetrics,
+  // The Provisioning an event points at, from the server's watch (shared/k8s/watched-objects.ts).
+  watches: [provisioningsResource],
 };
 
 /** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */

@@ -1,3 +1,4 @@
+import { provisioningsResource } from '../../shared/k8s/resources.js';
 import {
   EventTypes,
   SourceEventTypes,
@@ -44,6 +45,8 @@ export const definition: FunctionDefinition<KudJobLaunchConfig> = {
   },
   configSchema: kudJobLaunchConfigSchema,
   metrics: kudJobLaunchMetrics,
+  // The Provisioning an event points at, from the server's watch (shared/k8s/watched-objects.ts).
+  watches: [provisioningsResource],
 };
 
 /** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */

@@ -16,7 +16,8 @@ import type { StoredObject } from './stored-object.js';
  * prologue every step shares lives here and nowhere else, the step itself only says what it acts
  * on and what it does. For each event the prologue
  * 0. drops the echo of a write its own step made (own-writes.ts), before any read;
- * 1. reads the object the event points at, once (the step acts on that read: no second GET);
+ * 1. reads the object the event points at, once (the step acts on that read: no second GET), or
+ *    takes it from the server's watch when that holds it at the version the event shows;
  * 2. drops the event when it names another uid or generation (stale: the newer one has its own);
  * 3. calls the pause gate (shared/k8s/paused.ts), which records a pause or a resume;
  * 4. looks whether the step is done for the live generation: then the event that did it,
@@ -40,7 +41,9 @@ export interface StepPointer {
   /**
    * The object's version as the event shows it (a resource event's data): a hint that may only
    * skip. An event at a version this server's own step wrote is an echo and ends before any read
-   * (own-writes.ts). Absent: the event is always read through.
+   * (own-writes.ts). The object at exactly this version may come from the server's watch instead
+   * of a read (watched-objects.ts): what the API server stored then, not the event's copy.
+   * Absent: the event is always read through.
    */
   shown?: { uid: string; resourceVersion: string };
 }
@@ -156,7 +159,10 @@ async function prologue<Config, Data>(
   data: Data,
 ): Promise<StepVerdict> {
   const { context, clients, cause } = run;
-  const live = await getCustomObject(clients, pointer.target);
+  // The object at the version the event shows, from the server's watch when it holds exactly
+  // that version (the API server's own object, shared/k8s/watched-objects.ts); else one read.
+  const watched = pointer.shown && context.watched?.at(pointer.target, pointer.shown);
+  const live = watched || (await getCustomObject(clients, pointer.target));
   if (!live) return { kind: 'gone' };
   if (pointer.ref && !isCurrent(live, pointer.ref)) return { kind: 'stale' };
   const deleting = live.metadata.deletionTimestamp !== undefined && live.metadata.deletionTimestamp !== null;

@@ -29,9 +29,14 @@ export const provisioningTarget = (namespace: string, name: string): StatusTarge
 });
 
 /** What a chain event points at: this generation of this Provisioning (define-step.ts). */
+/**
+ * What a chain event about a Provisioning points at: the generation, and the version the sender
+ * wrote when it names one (the prologue may take that version from its watch; define-step.ts).
+ */
 export const provisioningPointer = (ref: ResourceRef) => ({
   target: provisioningTarget(ref.namespace, ref.name),
   ref,
+  ...(ref.resourceVersion ? { shown: { uid: ref.uid, resourceVersion: ref.resourceVersion } } : {}),
 });
 
 export const readProvisioning = (clients: KubeClients, namespace: string, name: string) =>
@@ -143,7 +148,19 @@ export async function completeProvisioningStep<T extends ChainEventType>(
     announce.type,
     functionName,
     provisioningSubject(ref.namespace, ref.name),
-    announce.data,
+    result.outcome === 'written' ? withWrittenVersion(announce.data, result.object) : announce.data,
     { cluster: announce.cluster, ...(id ? { id } : {}) },
   );
+}
+
+/**
+ * The announcement points at the version the step's write stored, so the next step can take that
+ * version from its watch instead of reading it (the same generation's redelivery, rebuilt from the
+ * API, names none and is read).
+ */
+function withWrittenVersion<D>(data: D, written: StoredObject): D {
+  const pointer = (data as { provisioning?: ResourceRef }).provisioning;
+  const resourceVersion = written.metadata.resourceVersion;
+  if (!pointer || !resourceVersion || pointer.uid !== written.metadata.uid) return data;
+  return { ...data, provisioning: { ...pointer, resourceVersion } };
 }

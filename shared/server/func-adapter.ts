@@ -8,6 +8,7 @@ import { routeEvent } from './accepts.js';
 import { eventLogFields } from './event-scope.js';
 import { namespaceRefused } from './invoke.js';
 import { OwnWrites } from '../k8s/own-writes.js';
+import { WatchedObjects } from '../k8s/watched-objects.js';
 import { ObjectQueue } from './object-queue.js';
 import { postToSink, type Sink } from './sink.js';
 import type { FunctionContext, FunctionDefinition, HandlerResult } from './types.js';
@@ -38,6 +39,7 @@ interface ProcessScope<Config> {
   log: Logger;
   queue: ObjectQueue;
   ownWrites: OwnWrites;
+  watched?: WatchedObjects;
 }
 
 const isOurContext = <Config>(context: object): context is FunctionContext<Config> =>
@@ -61,14 +63,19 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
   const processScope = () =>
     (scope ??= (async () => {
       const kubeConfig = loadDefaultKubeConfig();
+      const log = createLogger().child({ function: definition.name });
       const serverEnv = parseEnv(serverEnvSchema, process.env, `the ${definition.name} function`);
       return {
         kubeConfig,
         config: parseEnv(definition.configSchema, process.env, definition.name),
         sink: { url: serverEnv.K_SINK ?? serverEnv.BROKER_URL, tokenFile: serverEnv.SINK_TOKEN_FILE },
-        log: createLogger().child({ function: definition.name }),
+        log,
         queue: new ObjectQueue(),
         ownWrites: new OwnWrites(),
+        // For as long as the process runs: func's runtime has no close hook.
+        ...(definition.watches?.length
+          ? { watched: new WatchedObjects(kubeConfig, definition.watches, log) }
+          : {}),
       };
     })());
 
@@ -81,7 +88,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
     const event = asOurEvent(rawEvent);
     const routing = routeEvent(definition, event);
     if ('problem' in routing) throw new FuncHttpError(400, routing.problem.reason, routing.problem.message);
-    const { kubeConfig, config, sink, log: processLog, queue, ownWrites } = await processScope();
+    const { kubeConfig, config, sink, log: processLog, queue, ownWrites, watched } = await processScope();
     const log = processLog.child({ ...eventLogFields(event) });
     const traceparent = typeof event['traceparent'] === 'string' ? event['traceparent'] : undefined;
     const ours: FunctionContext<Config> = {
@@ -95,6 +102,7 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
       ...(traceparent ? { traceparent } : {}),
       queue,
       ownWrites,
+      ...(watched ? { watched } : {}),
     };
     try {
       return await routing.routed.run(ours);

@@ -15,6 +15,7 @@ import { invoke } from './invoke.js';
 import { RequestTrace } from './request-span.js';
 import { errorBody, responder } from './responses.js';
 import { OwnWrites } from '../k8s/own-writes.js';
+import { WatchedObjects } from '../k8s/watched-objects.js';
 import { ObjectQueue } from './object-queue.js';
 import { routeRequest } from './routes.js';
 import type { FunctionContext, FunctionDefinition } from './types.js';
@@ -98,6 +99,9 @@ export async function startFunctionServer<Config>(
   const queue = new ObjectQueue();
   const ownWrites = new OwnWrites();
   const log = (options.log ?? createLogger()).child({ function: definition.name });
+  const watched = definition.watches?.length
+    ? new WatchedObjects(options.kubeConfig, definition.watches, log)
+    : undefined;
   const sink: Sink = {
     url: options.sink ?? serverEnv.K_SINK ?? serverEnv.BROKER_URL,
     tokenFile: serverEnv.SINK_TOKEN_FILE,
@@ -198,6 +202,7 @@ export async function startFunctionServer<Config>(
         ...(metrics ? { metrics } : {}),
         queue,
         ownWrites,
+        ...(watched ? { watched } : {}),
         continueTrace: (traceparent, tracestate) => {
           if (!trace.continueIn(traceparent, tracestate, spanName, eventAttributes)) return false;
           context.log = trace.log;
@@ -307,6 +312,7 @@ export async function startFunctionServer<Config>(
       deadline.unref();
       await closed;
       clearTimeout(deadline);
+      await watched?.stop();
       await definition
         .release?.(options.kubeConfig)
         .catch((error: unknown) => log.warn('release failed', describeError(error)));

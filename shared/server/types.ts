@@ -4,6 +4,8 @@ import type { z } from 'zod';
 import type { Logger } from '../log.js';
 import type { FunctionMetrics, MetricSpec } from '../telemetry/metrics.js';
 import type { OwnWrites } from '../k8s/own-writes.js';
+import type { CustomResource } from '../k8s/resources.js';
+import type { WatchedObjects } from '../k8s/watched-objects.js';
 import type { ObjectQueue } from './object-queue.js';
 
 /**
@@ -54,6 +56,12 @@ export interface FunctionContext<Config = unknown> {
    * prologue drops the echoes of its own writes before any read. Absent outside a server.
    */
   ownWrites?: OwnWrites;
+  /**
+   * The watches of the resources the definition names in `watches` (shared/k8s/watched-objects.ts):
+   * the shared step's prologue takes the object an event points at from there when the watch holds
+   * it at the exact version the event shows, and reads it otherwise. Absent outside a server.
+   */
+  watched?: WatchedObjects;
 }
 
 /** The result of a handler: a CloudEvent (sent back as the reply, HTTP 200) or nothing (HTTP 204). */
@@ -120,4 +128,10 @@ export interface FunctionDefinition<Config = unknown> {
    * BareMetalHosts); called when its server closes.
    */
   release?: (kubeConfig: KubeConfig) => Promise<void>;
+  /**
+   * Custom resources whose objects the server keeps from a watch while it runs (one list and one
+   * watch each, started by the first event), so that a step's event at a version the watch holds
+   * costs no read (issue 26 item 4). Needs `list` and `watch` on them cluster-wide.
+   */
+  watches?: readonly CustomResource[];
 }

@@ -128,8 +128,8 @@ export const rbacTable: Record<string, Account> = {
       {
         group: bpa,
         resource: 'provisionings',
-        verbs: ['get', 'list'],
-        why: 'get: the Provisioning an event names, and before each status write; list: the sweep (all namespaces unless SWEEP_NAMESPACES)',
+        verbs: ['get', 'list', 'watch'],
+        why: 'get: the Provisioning an event names, and before each status write; list: the sweep (all namespaces unless SWEEP_NAMESPACES); list and watch: the server’s watch, which spares the get of an event at the version it holds',
       },
       { group: bpa, resource: 'images', verbs: ['get'], why: 'spec.image of a Provisioning: the Image it names, in its namespace (must be Ready)' },
     ],
@@ -211,7 +211,12 @@ export const rbacTable: Record<string, Account> = {
     serviceAccount: 'inventory-render',
     clusterRole: 'bpa-functions:inventory-render',
     grants: [
-      { group: bpa, resource: 'provisionings', verbs: ['get'], why: 'the Provisioning of hosts.resolved, and before each status write' },
+      {
+        group: bpa,
+        resource: 'provisionings',
+        verbs: ['get', 'list', 'watch'],
+        why: 'get: the Provisioning of hosts.resolved, and before each status write; list and watch: the server’s watch, which spares the get of an event at the version it holds',
+      },
     ],
     tenantGrants: [
       {
@@ -236,8 +241,8 @@ export const rbacTable: Record<string, Account> = {
       {
         group: bpa,
         resource: 'provisionings',
-        verbs: ['get', 'list'],
-        why: 'get: the Provisioning of an event or of a Job, and before each status write; list: the sweep (all namespaces unless SWEEP_NAMESPACES)',
+        verbs: ['get', 'list', 'watch'],
+        why: 'get: the Provisioning of an event or of a Job, and before each status write; list: the sweep (all namespaces unless SWEEP_NAMESPACES); list and watch: the server’s watch, which spares the get of an event at the version it holds',
       },
     ],
     tenantGrants: [

@@ -1,0 +1,165 @@
+/**
+ * The server's watch of a custom resource (shared/k8s/watched-objects.ts, issue 26 item 4)
+ * against the real kube-apiserver: it answers only at the exact version the caller names (uid and
+ * resourceVersion), with what the API server stored then; a version it has not seen yet, an older
+ * one, another uid or a deleted object all miss (the caller reads); what it hands out is a copy.
+ * And the step prologue (define-step.ts) takes an event's object from it with no GET, and reads
+ * when the event names a version the watch does not hold.
+ */
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { kubeClients } from '../../../shared/k8s/clients.js';
+import { getCustomObject } from '../../../shared/k8s/custom-objects.js';
+import { defineStep } from '../../../shared/k8s/define-step.js';
+import { provisioningPointer, provisioningTarget } from '../../../shared/k8s/provisioning.js';
+import { provisioningsResource } from '../../../shared/k8s/resources.js';
+import type { StoredObject } from '../../../shared/k8s/stored-object.js';
+import { WatchedObjects, WatchedResource } from '../../../shared/k8s/watched-objects.js';
+import { silentLogger } from '../../../shared/log.js';
+import type { ResourceRef } from '../../../shared/events/types.js';
+import type { FunctionContext } from '../../../shared/server/types.js';
+import { useTestCluster } from '../../support/cluster.js';
+import { RecordingKubeConfig } from '../../support/recording-kube-config.js';
+import { waitFor } from '../../../local/control-plane/wait.js';
+import { createProvisioning, provisioningObject } from '../functions/support/fixtures.js';
+import { CloudEvent } from 'cloudevents';
+
+const cluster = useTestCluster();
+const stops: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const stop of stops) await stop();
+});
+
+async function newProvisioning(name: string): Promise<StoredObject> {
+  await createProvisioning(
+    cluster.kubeConfig,
+    provisioningObject({
+      name,
+      namespace: cluster.namespace,
+      cluster: name,
+      masters: [{ label: 'master-0', mac: '52:54:00:00:00:01' }],
+    }),
+  );
+  const object = await getCustomObject(
+    kubeClients(cluster.kubeConfig),
+    provisioningTarget(cluster.namespace, name),
+  );
+  if (!object) throw new Error(`Provisioning ${name} is gone`);
+  return object;
+}
+
+/** Until `condition` holds (waitFor's check answers a value once it does). */
+const until = (condition: () => boolean, what: string) =>
+  waitFor(async () => (condition() ? true : undefined), { what, timeoutMs: 30_000 });
+
+const versionOf = (object: StoredObject) => ({
+  uid: object.metadata.uid,
+  resourceVersion: object.metadata.resourceVersion,
+});
+
+async function startedWatch() {
+  const watched = new WatchedResource(cluster.kubeConfig, provisioningsResource, silentLogger);
+  stops.push(() => watched.stop());
+  expect(watched.at(cluster.namespace, 'none', { uid: 'u', resourceVersion: '1' })).toBeUndefined();
+  await until(() => watched.started, 'the watch started');
+  return watched;
+}
+
+describe('a watched resource', () => {
+  it('answers at exactly the version named, with what the API server stored', async () => {
+    const watched = await startedWatch();
+    const created = await newProvisioning('watched-exact');
+    const at = (version: { uid?: string; resourceVersion?: string }) =>
+      watched.at(cluster.namespace, 'watched-exact', version);
+    await until(() => at(versionOf(created)) !== undefined, 'the watch has the Provisioning');
+    expect(at(versionOf(created))).toEqual(created);
+    expect(at({ ...versionOf(created), uid: 'another-uid' })).toBeUndefined();
+    expect(at({ uid: created.metadata.uid })).toBeUndefined();
+
+    // A copy: what a step changes in it is not what the next lookup gets.
+    const copy = at(versionOf(created))!;
+    copy.metadata.labels = { changed: 'yes' };
+    expect(at(versionOf(created))?.metadata.labels).toEqual(created.metadata.labels);
+
+    // A status write: the old version misses from then on, the new one answers with the status.
+    const updated = (await cluster.kubeConfig
+      .makeApiClient(CustomObjectsApi)
+      .replaceNamespacedCustomObjectStatus({
+        group: 'bpa.akraino.org',
+        version: 'v1alpha1',
+        plural: 'provisionings',
+        namespace: cluster.namespace,
+        name: 'watched-exact',
+        body: { ...created, status: { jobName: 'written-elsewhere' } },
+      })) as StoredObject;
+    await until(() => at(versionOf(updated)) !== undefined, 'the watch has the update');
+    expect(at(versionOf(updated))?.status?.jobName).toBe('written-elsewhere');
+    expect(at(versionOf(created))).toBeUndefined();
+    // A version the watch has not seen (not stored yet, or a forged one) misses.
+    expect(at({ ...versionOf(updated), resourceVersion: '999999999' })).toBeUndefined();
+
+    await cluster.kubeConfig.makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject({
+      group: 'bpa.akraino.org',
+      version: 'v1alpha1',
+      plural: 'provisionings',
+      namespace: cluster.namespace,
+      name: 'watched-exact',
+    });
+    await until(() => at(versionOf(updated)) === undefined, 'the watch saw the delete');
+    expect(watched.counts.hits).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('the step prologue with a watch', () => {
+  it('takes the object at the version the event names from the watch, and reads any other', async () => {
+    const created = await newProvisioning('watched-step');
+    const recording = new RecordingKubeConfig();
+    recording.loadFromString(cluster.kubeConfig.exportConfig());
+    const watched = new WatchedObjects(recording, [provisioningsResource], silentLogger);
+    stops.push(() => watched.stop());
+    const seen: StoredObject[] = [];
+    const step = defineStep<unknown, ResourceRef>({
+      condition: 'WatchTested',
+      read: (ref) => provisioningPointer(ref),
+      deleting: 'act',
+      run: async (_run, live) => {
+        seen.push(live);
+        return undefined;
+      },
+    });
+    const context: FunctionContext = {
+      functionName: 'watch-test',
+      log: silentLogger,
+      kubeConfig: recording,
+      config: {},
+      send: async () => undefined,
+      watched,
+    };
+    const event = new CloudEvent({ type: 'test.watch', source: '/test', data: {} });
+    const ref = {
+      namespace: cluster.namespace,
+      name: 'watched-step',
+      uid: created.metadata.uid ?? '',
+      generation: created.metadata.generation ?? 0,
+    };
+    const at = created.metadata.resourceVersion ?? '';
+    const gets = () =>
+      recording.calls.filter((c) => c.verb === 'get' && c.resource === 'provisionings').length;
+    // The first lookup starts the watch and reads.
+    await step(context, { ...ref, resourceVersion: at }, event);
+    expect(gets()).toBe(1);
+    const resource = watched.of(provisioningsResource)!;
+    await until(
+      () => resource.at(cluster.namespace, 'watched-step', versionOf(created)) !== undefined,
+      'the watch has the Provisioning',
+    );
+    await step(context, { ...ref, resourceVersion: at }, event);
+    expect(gets()).toBe(1);
+    // No version named, or one the watch does not hold: a read, as without the watch.
+    await step(context, ref, event);
+    await step(context, { ...ref, resourceVersion: '999999999' }, event);
+    expect(gets()).toBe(3);
+    expect(seen).toHaveLength(4);
+    for (const live of seen) expect(live.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
+  }, 60_000);
+});
