@@ -1,4 +1,3 @@
-import { provisioningsResource } from '../../shared/k8s/resources.js';
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { clusterTypeOf } from '../../shared/core/cluster-type.js';
@@ -24,6 +23,8 @@ import {
   failProvisioning,
   provisioningTarget,
 } from '../../shared/k8s/provisioning.js';
+import { provisioningsResource } from '../../shared/k8s/resources.js';
+import { customResourceWatch } from '../../shared/k8s/watched-objects.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import { on, type FunctionDefinition, type HandlerResult } from '../../shared/server/types.js';
 import { inventoryRenderConfigSchema, type InventoryRenderConfig } from './config.js';
@@ -40,7 +41,7 @@ const statusNodesSchema = z.array(resolvedNodeSchema).min(1);
  */
 const onHostsResolved = defineStep<InventoryRenderConfig, HostsResolvedData>({
   condition: ProvisioningCondition.inventoryRendered,
-  read: (data) => provisioningPointer(data.provisioning),
+  read: (data, _context, event) => provisioningPointer(data.provisioning, event),
   deleting: 'act',
   replyAgain: ({ context, clients }, live, id) =>
     inventoryRenderedAgain(context.functionName, clients, live, id),
@@ -152,7 +153,7 @@ export const definition: FunctionDefinition<InventoryRenderConfig> = {
   configSchema: inventoryRenderConfigSchema,
   metrics: inventoryRenderMetrics,
   // The Provisioning an event points at, from the server's watch (shared/k8s/watched-objects.ts).
-  watches: [provisioningsResource],
+  watches: () => [customResourceWatch(provisioningsResource)],
 };
 
 /** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */

@@ -1,4 +1,5 @@
-import { provisioningsResource } from '../../shared/k8s/resources.js';
+import { functionsJobsWatch } from './existing-job.js';
+import { installerSettingsWatch } from './installer-settings.js';
 import {
   EventTypes,
   SourceEventTypes,
@@ -9,6 +10,8 @@ import {
 } from '../../shared/events/types.js';
 import { kubeClients } from '../../shared/k8s/clients.js';
 import { functionName } from './name.js';
+import { provisioningsResource } from '../../shared/k8s/resources.js';
+import { customResourceWatch } from '../../shared/k8s/watched-objects.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import { on, type FunctionContext, type FunctionDefinition } from '../../shared/server/types.js';
 import { kudJobLaunchConfigSchema, type KudJobLaunchConfig } from './config.js';
@@ -28,7 +31,7 @@ import { sweep } from './sweep.js';
  */
 const onInventoryRendered = defineStep<KudJobLaunchConfig, InventoryRenderedData>({
   condition: ProvisioningCondition.jobLaunched,
-  read: (data) => provisioningPointer(data.provisioning),
+  read: (data, _context, event) => provisioningPointer(data.provisioning, event),
   deleting: 'skip',
   run: (run, live) => launchJob(run, live),
 });
@@ -45,8 +48,13 @@ export const definition: FunctionDefinition<KudJobLaunchConfig> = {
   },
   configSchema: kudJobLaunchConfigSchema,
   metrics: kudJobLaunchMetrics,
-  // The Provisioning an event points at, from the server's watch (shared/k8s/watched-objects.ts).
-  watches: [provisioningsResource],
+  // The Provisioning an event points at, the installer settings and the KUD Jobs, from the
+  // server's watches (shared/k8s/watched-objects.ts).
+  watches: (config) => [
+    customResourceWatch(provisioningsResource),
+    installerSettingsWatch(config.FUNCTIONS_NAMESPACE),
+    functionsJobsWatch(config.FUNCTIONS_NAMESPACE),
+  ],
 };
 
 /** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */

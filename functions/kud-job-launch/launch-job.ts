@@ -29,7 +29,7 @@ import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
 import type { StepRun } from '../../shared/k8s/define-step.js';
 import { conditionsOf, isTrueFor } from '../../shared/k8s/conditions.js';
 import { upsertConfigMap } from '../../shared/k8s/config-maps.js';
-import { createJobOrGetExisting, deleteJob, readJob } from '../../shared/k8s/jobs.js';
+import { createJobOrGetExisting, deleteJob } from '../../shared/k8s/jobs.js';
 import { ownedObjectsFields, recordOwned } from '../../shared/k8s/owned-objects.js';
 import { functionManager } from './name.js';
 
@@ -44,6 +44,7 @@ import {
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
 import { completeJob } from './complete-job.js';
 import { placementOf, type KudJobLaunchConfig } from './config.js';
+import { existingKudJob } from './existing-job.js';
 import { readInstallerSettings } from './installer-settings.js';
 import { drainNodes } from './drain.js';
 import { decideLaunch, jobLaunchHash, type WantedLaunch } from './launch-decision.js';
@@ -108,7 +109,11 @@ export async function launchJob(
   const recordWritten = async () => {
     base = (await recordOwned(clients, target, functionManager, owner.uid, written.splice(0), base)) ?? base;
   };
-  const installerSettings = await readInstallerSettings(clients, context.config.FUNCTIONS_NAMESPACE);
+  const installerSettings = await readInstallerSettings(
+    clients,
+    context.config.FUNCTIONS_NAMESPACE,
+    context.watched,
+  );
   const settings = {
     image: context.config.KUD_IMAGE,
     cluster,
@@ -122,7 +127,13 @@ export async function launchJob(
   // Grow, shrink or install (contract section 14), from the nodes the existing Job recorded.
   // The inventory is rendered again from status.nodes (contract section 12): never the tenant's
   // <cluster>-inventory, which the tenant can edit between the render and the launch.
-  const existing = await readJob(clients, functionsNamespace, kudJobName(cluster));
+  const existing = await existingKudJob(
+    clients,
+    context.watched,
+    live,
+    functionsNamespace,
+    kudJobName(cluster),
+  );
   const plan = planNodePath({
     cluster,
     clusterType,

@@ -6,10 +6,28 @@ import { chainEventDataSchemas, eventSource, type ChainEventType } from '../even
 export interface ChainEventOptions {
   /** Cluster name: the `cluster` extension Triggers filter on. */
   cluster: string;
+  /**
+   * The version of the subject the sending step wrote (extension `resourceversion`): a hint the
+   * receiver may only use to take that exact version from its watch instead of reading it
+   * (shared/k8s/define-step.ts). Outside the data, so a reply sent again is the same reply.
+   */
+  resourceVersion?: string;
   /** Fixed id (tests); default a fresh UUID. */
   id?: string;
   /** Fixed time (tests); default now. */
   time?: string;
+}
+
+/** The extension attribute naming the subject's version the sender wrote (lowercase: CloudEvents). */
+export const resourceVersionExtension = 'resourceversion';
+
+/**
+ * The version a chain event says its sender wrote, when it carries a plausible one; anything else
+ * (absent, not a string, empty or longer than any resourceVersion) is no hint at all.
+ */
+export function writtenVersionOf(event: CloudEvent<unknown>): string | undefined {
+  const value: unknown = event[resourceVersionExtension];
+  return typeof value === 'string' && value.length > 0 && value.length <= 64 ? value : undefined;
 }
 
 /** The data a chain event type carries, as its schema accepts it. */
@@ -48,6 +66,7 @@ export function chainEvent<T extends ChainEventType>(
     datacontenttype: 'application/json',
     data: parsed.data as z.output<(typeof chainEventDataSchemas)[T]>,
     cluster: options.cluster,
+    ...(options.resourceVersion === undefined ? {} : { [resourceVersionExtension]: options.resourceVersion }),
     ...(options.id === undefined ? {} : { id: options.id }),
     ...(options.time === undefined ? {} : { time: options.time }),
   });

@@ -48,11 +48,6 @@ export const resourceRefSchema = z.object({
   name: z.string().max(253).regex(dns1123Subdomain, 'an object name (DNS-1123 subdomain)'),
   uid: z.string().min(1),
   generation: z.number().int().nonnegative(),
-  /**
-   * The object's version the sender wrote when it sent the event: a hint (the receiver takes the
-   * object at exactly this version from its watch instead of reading it, or reads it), never a fact.
-   */
-  resourceVersion: z.string().min(1).max(64).optional(),
 });
 export type ResourceRef = z.infer<typeof resourceRefSchema>;
 

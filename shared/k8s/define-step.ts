@@ -60,8 +60,11 @@ export type StepVerdict =
 export interface StepDefinition<Config, Data> {
   /** The condition the step sets (HostsResolved, InventoryRendered, JobLaunched). */
   condition: string;
-  /** The object (and the generation) the event points at; undefined: not for this step. */
-  read: (data: Data, context: FunctionContext<Config>) => StepPointer | undefined;
+  /**
+   * The object (and the generation) the event points at; undefined: not for this step. The event
+   * is there for its attributes (a chain event's `resourceversion`: provisioningPointer).
+   */
+  read: (data: Data, context: FunctionContext<Config>, event: CloudEvent<unknown>) => StepPointer | undefined;
   /**
    * A Provisioning being deleted: `act` (the step runs as usual), `skip` before the pause gate,
    * or `skip-after-gate` (the gate records a pause first). Each as the step did before issue 26.
@@ -99,7 +102,7 @@ export function defineStep<Config, Data>(step: StepDefinition<Config, Data>) {
     event: CloudEvent<unknown>,
   ): Promise<HandlerResult> => {
     // Before any client is made: an event the step skips from its data costs nothing.
-    const pointer = step.read(data, context);
+    const pointer = step.read(data, context, event);
     if (!pointer) return undefined;
     const { resource, namespace, name } = pointer.target;
     const key = `${resource.group}/${resource.plural}/${namespace}/${name}`;

@@ -1,5 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
-import { chainEvent, type ChainEventData } from '../cloudevents/chain-event.js';
+import { chainEvent, writtenVersionOf, type ChainEventData } from '../cloudevents/chain-event.js';
 import { EventTypes, provisioningSubject, type ChainEventType, type ResourceRef } from '../events/types.js';
 import type { Logger } from '../log.js';
 import { provisioningApiVersion, provisioningKind } from '../schemas/provisioning.js';
@@ -31,13 +31,17 @@ export const provisioningTarget = (namespace: string, name: string): StatusTarge
 /** What a chain event points at: this generation of this Provisioning (define-step.ts). */
 /**
  * What a chain event about a Provisioning points at: the generation, and the version the sender
- * wrote when it names one (the prologue may take that version from its watch; define-step.ts).
+ * wrote when the event names one (its `resourceversion` extension: the prologue may take exactly
+ * that version from its watch; define-step.ts).
  */
-export const provisioningPointer = (ref: ResourceRef) => ({
-  target: provisioningTarget(ref.namespace, ref.name),
-  ref,
-  ...(ref.resourceVersion ? { shown: { uid: ref.uid, resourceVersion: ref.resourceVersion } } : {}),
-});
+export const provisioningPointer = (ref: ResourceRef, event?: CloudEvent<unknown>) => {
+  const resourceVersion = event ? writtenVersionOf(event) : undefined;
+  return {
+    target: provisioningTarget(ref.namespace, ref.name),
+    ref,
+    ...(resourceVersion ? { shown: { uid: ref.uid, resourceVersion } } : {}),
+  };
+};
 
 export const readProvisioning = (clients: KubeClients, namespace: string, name: string) =>
   getCustomObject(clients, provisioningTarget(namespace, name));
@@ -64,6 +68,11 @@ export const clusterOf = (object: StoredObject) => object.metadata.labels?.clust
  */
 export interface WriteOptions {
   apply?: boolean;
+  /**
+   * A failure only: other status fields written with it (host-lookup's first handling records the
+   * labels it acted on with its ending). A success names its fields itself.
+   */
+  fields?: Record<string, unknown>;
 }
 
 /** Where a step of this Provisioning's generation ends, reported by `functionName` (both endings). */
@@ -97,7 +106,8 @@ export async function failProvisioning(
 ): Promise<CloudEvent<unknown> | undefined> {
   const where = stepTarget(object, functionName, options);
   const { ref } = where;
-  const result = await reportFailure(clients, { ...failure, ...where }, log);
+  const fields = options.fields;
+  const result = await reportFailure(clients, { ...failure, ...where, ...(fields ? { fields } : {}) }, log);
   log?.warn('provisioning step failed', {
     step: failure.step,
     reason: failure.reason,
@@ -148,19 +158,15 @@ export async function completeProvisioningStep<T extends ChainEventType>(
     announce.type,
     functionName,
     provisioningSubject(ref.namespace, ref.name),
-    result.outcome === 'written' ? withWrittenVersion(announce.data, result.object) : announce.data,
-    { cluster: announce.cluster, ...(id ? { id } : {}) },
+    announce.data,
+    {
+      cluster: announce.cluster,
+      ...(id ? { id } : {}),
+      // The version the step's write stored, so the next step can take it from its watch instead
+      // of reading it (a reply sent again names none, and is read).
+      ...(result.outcome === 'written' && result.object.metadata.resourceVersion
+        ? { resourceVersion: result.object.metadata.resourceVersion }
+        : {}),
+    },
   );
-}
-
-/**
- * The announcement points at the version the step's write stored, so the next step can take that
- * version from its watch instead of reading it (the same generation's redelivery, rebuilt from the
- * API, names none and is read).
- */
-function withWrittenVersion<D>(data: D, written: StoredObject): D {
-  const pointer = (data as { provisioning?: ResourceRef }).provisioning;
-  const resourceVersion = written.metadata.resourceVersion;
-  if (!pointer || !resourceVersion || pointer.uid !== written.metadata.uid) return data;
-  return { ...data, provisioning: { ...pointer, resourceVersion } };
 }

@@ -65,17 +65,17 @@ export function funcHandle<Config>(definition: FunctionDefinition<Config>): Func
       const kubeConfig = loadDefaultKubeConfig();
       const log = createLogger().child({ function: definition.name });
       const serverEnv = parseEnv(serverEnvSchema, process.env, `the ${definition.name} function`);
+      const config = parseEnv(definition.configSchema, process.env, definition.name);
+      const watchSources = definition.watches?.(config) ?? [];
       return {
         kubeConfig,
-        config: parseEnv(definition.configSchema, process.env, definition.name),
+        config,
         sink: { url: serverEnv.K_SINK ?? serverEnv.BROKER_URL, tokenFile: serverEnv.SINK_TOKEN_FILE },
         log,
         queue: new ObjectQueue(),
         ownWrites: new OwnWrites(),
         // For as long as the process runs: func's runtime has no close hook.
-        ...(definition.watches?.length
-          ? { watched: new WatchedObjects(kubeConfig, definition.watches, log) }
-          : {}),
+        ...(watchSources.length > 0 ? { watched: new WatchedObjects(kubeConfig, watchSources, log) } : {}),
       };
     })());
 

@@ -99,9 +99,9 @@ export async function startFunctionServer<Config>(
   const queue = new ObjectQueue();
   const ownWrites = new OwnWrites();
   const log = (options.log ?? createLogger()).child({ function: definition.name });
-  const watched = definition.watches?.length
-    ? new WatchedObjects(options.kubeConfig, definition.watches, log)
-    : undefined;
+  const watchSources = definition.watches?.(config) ?? [];
+  const watched =
+    watchSources.length > 0 ? new WatchedObjects(options.kubeConfig, watchSources, log) : undefined;
   const sink: Sink = {
     url: options.sink ?? serverEnv.K_SINK ?? serverEnv.BROKER_URL,
     tokenFile: serverEnv.SINK_TOKEN_FILE,

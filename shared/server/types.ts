@@ -4,8 +4,7 @@ import type { z } from 'zod';
 import type { Logger } from '../log.js';
 import type { FunctionMetrics, MetricSpec } from '../telemetry/metrics.js';
 import type { OwnWrites } from '../k8s/own-writes.js';
-import type { CustomResource } from '../k8s/resources.js';
-import type { WatchedObjects } from '../k8s/watched-objects.js';
+import type { WatchedObjects, WatchSource } from '../k8s/watched-objects.js';
 import type { ObjectQueue } from './object-queue.js';
 
 /**
@@ -129,9 +128,10 @@ export interface FunctionDefinition<Config = unknown> {
    */
   release?: (kubeConfig: KubeConfig) => Promise<void>;
   /**
-   * Custom resources whose objects the server keeps from a watch while it runs (one list and one
-   * watch each, started by the first event), so that a step's event at a version the watch holds
-   * costs no read (issue 26 item 4). Needs `list` and `watch` on them cluster-wide.
+   * What the server keeps from a watch while it runs (one list and one watch each, started by the
+   * first use; shared/k8s/watched-objects.ts), so that a step's event at a version the watch holds
+   * costs no read, nor does a read of an object the function looks up on every event (issue 26
+   * item 4). Needs `list` and `watch` on each.
    */
-  watches?: readonly CustomResource[];
+  watches?: (config: Config) => readonly WatchSource[];
 }

@@ -3,18 +3,30 @@
  * against the real kube-apiserver: it answers only at the exact version the caller names (uid and
  * resourceVersion), with what the API server stored then; a version it has not seen yet, an older
  * one, another uid or a deleted object all miss (the caller reads); what it hands out is a copy.
+ * A watched ConfigMap (the installer settings) answers as last sent only while the watch is up.
  * And the step prologue (define-step.ts) takes an event's object from it with no GET, and reads
  * when the event names a version the watch does not hold.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1ConfigMap,
+} from '@kubernetes/client-node';
 import { kubeClients } from '../../../shared/k8s/clients.js';
 import { getCustomObject } from '../../../shared/k8s/custom-objects.js';
 import { defineStep } from '../../../shared/k8s/define-step.js';
 import { provisioningPointer, provisioningTarget } from '../../../shared/k8s/provisioning.js';
 import { provisioningsResource } from '../../../shared/k8s/resources.js';
 import type { StoredObject } from '../../../shared/k8s/stored-object.js';
-import { WatchedObjects, WatchedResource } from '../../../shared/k8s/watched-objects.js';
+import {
+  configMapWatch,
+  customResourceWatch,
+  WatchedList,
+  WatchedObjects,
+} from '../../../shared/k8s/watched-objects.js';
 import { silentLogger } from '../../../shared/log.js';
 import type { ResourceRef } from '../../../shared/events/types.js';
 import type { FunctionContext } from '../../../shared/server/types.js';
@@ -58,7 +70,11 @@ const versionOf = (object: StoredObject) => ({
 });
 
 async function startedWatch() {
-  const watched = new WatchedResource(cluster.kubeConfig, provisioningsResource, silentLogger);
+  const watched = new WatchedList(
+    cluster.kubeConfig,
+    customResourceWatch(provisioningsResource),
+    silentLogger,
+  );
   stops.push(() => watched.stop());
   expect(watched.at(cluster.namespace, 'none', { uid: 'u', resourceVersion: '1' })).toBeUndefined();
   await until(() => watched.started, 'the watch started');
@@ -110,17 +126,63 @@ describe('a watched resource', () => {
   }, 60_000);
 });
 
+describe('a watched ConfigMap', () => {
+  it('answers as the watch last sent it only while the watch is up: absent, then written, then gone', async () => {
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    const watched = new WatchedList(
+      cluster.kubeConfig,
+      configMapWatch('settings', cluster.namespace, 'watched-settings'),
+      silentLogger,
+    );
+    stops.push(() => watched.stop());
+    // Not up yet: no answer, so the caller reads.
+    expect(watched.latest(cluster.namespace, 'watched-settings')).toBeUndefined();
+    await until(() => watched.started, 'the watch started');
+    expect(watched.latest(cluster.namespace, 'watched-settings')).toEqual({ object: undefined });
+    // Another ConfigMap of the namespace is not watched (the field selector).
+    await core.createNamespacedConfigMap({
+      namespace: cluster.namespace,
+      body: { metadata: { name: 'watched-other' }, data: { A: '1' } },
+    });
+    await core.createNamespacedConfigMap({
+      namespace: cluster.namespace,
+      body: { metadata: { name: 'watched-settings' }, data: { HTTP_PROXY: 'http://127.0.0.1:3128' } },
+    });
+    const data = () =>
+      (watched.latest<V1ConfigMap>(cluster.namespace, 'watched-settings')?.object?.data ?? {})['HTTP_PROXY'];
+    await until(() => data() === 'http://127.0.0.1:3128', 'the watch has the settings');
+    expect(watched.latest(cluster.namespace, 'watched-other')).toEqual({ object: undefined });
+    await core.patchNamespacedConfigMap(
+      {
+        namespace: cluster.namespace,
+        name: 'watched-settings',
+        body: { data: { HTTP_PROXY: 'http://127.0.0.1:3129' } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await until(() => data() === 'http://127.0.0.1:3129', 'the watch has the edit');
+    await core.deleteNamespacedConfigMap({ namespace: cluster.namespace, name: 'watched-settings' });
+    await until(
+      () => watched.latest(cluster.namespace, 'watched-settings')?.object === undefined,
+      'the watch saw the delete',
+    );
+    // Stopped: no answer again.
+    await watched.stop();
+    expect(watched.latest(cluster.namespace, 'watched-settings')).toBeUndefined();
+  }, 60_000);
+});
+
 describe('the step prologue with a watch', () => {
   it('takes the object at the version the event names from the watch, and reads any other', async () => {
     const created = await newProvisioning('watched-step');
     const recording = new RecordingKubeConfig();
     recording.loadFromString(cluster.kubeConfig.exportConfig());
-    const watched = new WatchedObjects(recording, [provisioningsResource], silentLogger);
+    const watched = new WatchedObjects(recording, [customResourceWatch(provisioningsResource)], silentLogger);
     stops.push(() => watched.stop());
     const seen: StoredObject[] = [];
     const step = defineStep<unknown, ResourceRef>({
       condition: 'WatchTested',
-      read: (ref) => provisioningPointer(ref),
+      read: (ref, _context, event) => provisioningPointer(ref, event),
       deleting: 'act',
       run: async (_run, live) => {
         seen.push(live);
@@ -135,7 +197,14 @@ describe('the step prologue with a watch', () => {
       send: async () => undefined,
       watched,
     };
-    const event = new CloudEvent({ type: 'test.watch', source: '/test', data: {} });
+    // A chain event naming the version its sender wrote (extension resourceversion), or none.
+    const eventAt = (resourceVersion?: string) =>
+      new CloudEvent({
+        type: 'test.watch',
+        source: '/test',
+        data: {},
+        ...(resourceVersion === undefined ? {} : { resourceversion: resourceVersion }),
+      });
     const ref = {
       namespace: cluster.namespace,
       name: 'watched-step',
@@ -146,20 +215,21 @@ describe('the step prologue with a watch', () => {
     const gets = () =>
       recording.calls.filter((c) => c.verb === 'get' && c.resource === 'provisionings').length;
     // The first lookup starts the watch and reads.
-    await step(context, { ...ref, resourceVersion: at }, event);
+    await step(context, ref, eventAt(at));
     expect(gets()).toBe(1);
-    const resource = watched.of(provisioningsResource)!;
+    const resource = watched.of(customResourceWatch(provisioningsResource).key)!;
     await until(
       () => resource.at(cluster.namespace, 'watched-step', versionOf(created)) !== undefined,
       'the watch has the Provisioning',
     );
-    await step(context, { ...ref, resourceVersion: at }, event);
+    await step(context, ref, eventAt(at));
     expect(gets()).toBe(1);
-    // No version named, or one the watch does not hold: a read, as without the watch.
-    await step(context, ref, event);
-    await step(context, { ...ref, resourceVersion: '999999999' }, event);
-    expect(gets()).toBe(3);
-    expect(seen).toHaveLength(4);
+    // No version named, one the watch does not hold, or no plausible one: a read, as without it.
+    await step(context, ref, eventAt());
+    await step(context, ref, eventAt('999999999'));
+    await step(context, ref, eventAt('9'.repeat(65)));
+    expect(gets()).toBe(4);
+    expect(seen).toHaveLength(5);
     for (const live of seen) expect(live.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
   }, 60_000);
 });

@@ -131,10 +131,13 @@ describe('a redelivered event gets the reply it got the first time', () => {
     const calls = recorder.calls.slice(before).filter((c) => c.namespace === ns());
     const count = (verb: string, resource: string) =>
       calls.filter((c) => c.verb === verb && c.resource === resource).length;
-    // One read per delivery; the step's writes once: one Event, one claim of the one host.
+    // At most one read per delivery (none when the server's watch holds the version the event
+    // shows: shared/k8s/watched-objects.ts); the step's writes once: one Event, one claim of the
+    // one host.
     expect(
-      calls.filter((c) => c.verb === 'get' && c.resource === 'provisionings' && c.name === 'echo-waits'),
-    ).toHaveLength(2);
+      calls.filter((c) => c.verb === 'get' && c.resource === 'provisionings' && c.name === 'echo-waits')
+        .length,
+    ).toBeLessThanOrEqual(2);
     expect(count('create', 'events')).toBe(1);
     expect(count('patch', 'baremetalhosts')).toBe(1);
   });

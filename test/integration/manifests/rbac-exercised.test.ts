@@ -38,7 +38,7 @@ import { definition as kudJobLaunch } from '../../../functions/kud-job-launch/in
 import { definition as softwareInstall } from '../../../functions/software-install/index.js';
 import type { FunctionDefinition } from '../../../shared/server/types.js';
 import { useTestCluster } from '../../support/cluster.js';
-import { RecordingKubeConfig, type ApiCall } from '../../support/recording-kube-config.js';
+import { apiCallOf, RecordingKubeConfig, type ApiCall } from '../../support/recording-kube-config.js';
 import { asServiceAccount } from '../../support/service-account-kubeconfig.js';
 import { startSshHosts, type SshHosts } from '../../support/sshd.js';
 import { describeOnNode, kudTestImage, releaseKudJob, waitForJobEnd } from '../../support/node.js';
@@ -106,16 +106,20 @@ function withBareMetalHostWatch(calls: ApiCall[]): ApiCall[] {
 }
 
 /**
- * The functions' Provisioning watch (shared/k8s/watched-objects.ts) is inferred the same way from
- * the function's log: "provisionings watch started" is logged only once its list is in and its
- * watch request answered 200, so the line proves both. Refused, the line never comes, no watch is
- * added, and the table check fails. That list and watch are in all namespaces by design (one
- * watch per server): they are the only calls made there.
+ * The functions' own watches (shared/k8s/watched-objects.ts) are inferred the same way, from the
+ * function's log: "<plural> watch started" (with the collection's path) is logged only once the
+ * watch's list is in and its watch request answered 200, so the line proves both. Refused, the
+ * line never comes, no watch is added, and the table check fails. The Provisioning watch is in
+ * all namespaces by design (one per server): with its list, the only calls made there.
  */
-const watchStartedLine = 'provisionings watch started';
-function withProvisioningWatch(calls: ApiCall[], lines: readonly string[]): ApiCall[] {
-  if (!lines.some((line) => line.includes(`"msg":"${watchStartedLine}"`))) return calls;
-  return [...calls, { verb: 'watch', group: 'bpa.akraino.org', resource: 'provisionings' }];
+function withOwnWatches(calls: ApiCall[], lines: readonly string[]): ApiCall[] {
+  const watches = lines.flatMap((line) => {
+    const parsed = JSON.parse(line) as { msg?: string; path?: string };
+    if (!parsed.msg?.endsWith(' watch started') || !parsed.path) return [];
+    const { verb: _list, ...where } = apiCallOf('GET', `https://api.invalid${parsed.path}`);
+    return [{ ...where, verb: 'watch' }];
+  });
+  return [...calls, ...watches];
 }
 const isProvisioningWatch = (call: ApiCall) =>
   call.group === 'bpa.akraino.org' &&
@@ -755,7 +759,7 @@ describeOnNode('each function under its own ServiceAccount', () => {
   it.each(functions.map((f) => f.name))('%s made exactly the calls of its rows in the RBAC table', (name) => {
     const account = rbacTable[name];
     const observed = perFunction.get(name as FunctionName);
-    const calls = withProvisioningWatch(observed?.kubeConfig.calls ?? [], observed?.lines ?? []);
+    const calls = withOwnWatches(observed?.kubeConfig.calls ?? [], observed?.lines ?? []);
     const recorded = name === 'host-lookup' ? withBareMetalHostWatch(calls) : calls;
     expect(recorded.length).toBeGreaterThan(0);
     const grants = allGrantsOf(account);

@@ -282,14 +282,14 @@ export const rbacTable: Record<string, Account> = {
       {
         group: '',
         resource: 'configmaps',
-        verbs: ['get', 'list', 'create', 'update', 'delete'],
-        why: 'kud-installer (the installer settings written into the KUD Job’s env); the mounted <cluster>-inventory, written at launch from status.nodes: get, then create or replace; list and delete by the uid label on deletion and rename',
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'],
+        why: 'kud-installer (the installer settings written into the KUD Job’s env; list and watch: the server’s watch of it, which spares that get at launch); the mounted <cluster>-inventory, written at launch from status.nodes: get, then create or replace; list and delete by the uid label on deletion and rename',
       },
       {
         group: 'batch',
         resource: 'jobs',
-        verbs: ['get', 'list', 'create', 'delete'],
-        why: 'the KUD, cleanup and kubeconfig publisher Jobs (contract section 12): create (a 409 reads it), get on a Job update and in the sweep, delete (uid precondition) when replaced, cancelled or cleaned up; list by the Provisioning’s uid label on deletion and rename',
+        verbs: ['get', 'list', 'watch', 'create', 'delete'],
+        why: 'the KUD, cleanup and kubeconfig publisher Jobs (contract section 12): create (a 409 reads it), get on a Job update and in the sweep, delete (uid precondition) when replaced, cancelled or cleaned up; list by the Provisioning’s uid label on deletion and rename; list and watch: the server’s watch, which spares the get of the KUD Job at launch',
       },
       {
         group: '',
