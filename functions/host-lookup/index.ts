@@ -1,5 +1,4 @@
-import { provisioningsResource } from '../../shared/k8s/resources.js';
-import { invalid } from '../../shared/errors.js';
+import { describeError, invalid } from '../../shared/errors.js';
 import { SourceEventTypes, kubeObjectSchema, type KubeObjectData } from '../../shared/events/types.js';
 import { provisioningApiVersion, provisioningKind } from '../../shared/schemas/provisioning.js';
 import { hostsResolvedAgain } from '../../shared/k8s/chain-replies.js';
@@ -9,12 +8,14 @@ import { sweepOnPing } from '../../shared/k8s/sweep.js';
 import { awaitsPauseTransition } from '../../shared/k8s/paused.js';
 import { ProvisioningCondition, provisioningTarget } from '../../shared/k8s/provisioning.js';
 import type { StoredObject } from '../../shared/k8s/stored-object.js';
+import { provisioningsResource } from '../../shared/k8s/resources.js';
+import { customResourceWatch } from '../../shared/k8s/watched-objects.js';
 import { funcHandle } from '../../shared/server/func-adapter.js';
 import { on, type FunctionDefinition } from '../../shared/server/types.js';
 import { clusterFactsFor } from './cluster-facts.js';
 import { stopHostIndexes } from './host-watch.js';
 import { hostLookupConfigSchema, type HostLookupConfig } from './config.js';
-import { recordHandling, rerunReason } from './lifecycle.js';
+import { labelsWithEnding, recordHandling, rerunReason } from './lifecycle.js';
 import { fieldManagerFor } from '../../shared/k8s/status-apply.js';
 import { hostLookupMetrics } from './metrics.js';
 import { resolveProvisioning } from './resolve-provisioning.js';
@@ -65,10 +66,23 @@ const onProvisioningChange = defineStep<HostLookupConfig, KubeObjectData>({
         generation: live.metadata.generation ?? 0,
         why: rerun,
       });
-    const current = await recordHandling(clients, fieldManagerFor(context.functionName), live, rerun);
+    const manager = fieldManagerFor(context.functionName);
+    const withEnding = labelsWithEnding(live, rerun);
+    const current = withEnding ? live : await recordHandling(clients, manager, live, rerun);
     if (!current) return undefined;
-    const outcome = await resolveProvisioning(context, clients, clusterFactsFor(context), current, cause);
-    return outcome.kind === 'skipped' ? undefined : outcome.event;
+    try {
+      const facts = clusterFactsFor(context);
+      const outcome = await resolveProvisioning(context, clients, facts, current, cause, withEnding);
+      return outcome.kind === 'skipped' ? undefined : outcome.event;
+    } catch (error) {
+      // A fault is an ending without a write of the step's own: the labels go first, as they
+      // would have without the fold, and the prologue then records the fault.
+      if (withEnding)
+        await recordHandling(clients, manager, live, undefined).catch((writeError: unknown) =>
+          context.log.warn('could not record the labels before the fault', describeError(writeError)),
+        );
+      throw error;
+    }
   },
 });
 
@@ -108,7 +122,7 @@ export const definition: FunctionDefinition<HostLookupConfig> = {
   metrics: hostLookupMetrics,
   release: stopHostIndexes,
   // The Provisioning an event points at, from the server's watch (shared/k8s/watched-objects.ts).
-  watches: [provisioningsResource],
+  watches: () => [customResourceWatch(provisioningsResource)],
 };
 
 /** The func convention's entry point (faas-js-runtime): see shared/server/func-adapter.ts. */

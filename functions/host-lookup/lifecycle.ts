@@ -49,6 +49,23 @@ export function rerunReason(live: StoredObject): string | undefined {
 }
 
 /**
+ * A Provisioning's first handling (its status records no labels, no retry and no renamed cluster
+ * yet, and nothing is to re-run) records its labels with the step's ending, not in a write of
+ * their own before it: one status write less per Provisioning (issue 26 item 4). These are the
+ * fields the ending then carries; undefined when `recordHandling` writes first. A handling that
+ * ends in a fault records them before the fault (functions/host-lookup/index.ts), so a rename
+ * before the retry still releases a name it claimed.
+ */
+export function labelsWithEnding(
+  live: StoredObject,
+  rerun: string | undefined,
+): Record<string, unknown> | undefined {
+  if (rerun || recordedLabelsOf(live.status) !== undefined) return undefined;
+  if (recordedRetryOf(live) !== undefined || releasingClustersOf(live.status).length > 0) return undefined;
+  return { [observedLabelsField]: labelsToRecord(live.metadata.labels) };
+}
+
+/**
  * Records what this handling is about, applied as `manager` (shared/k8s/status-apply.ts) on the
  * prologue's read: the labels (status.observedLabels) and the retry value acted on (status.retry).
  * With `rerun`, the step conditions of the chain are dropped too, whoever wrote them, so every

@@ -82,6 +82,8 @@ export async function resolveProvisioning(
   facts: ClusterFacts,
   read: StoredObject,
   cause?: StepCause,
+  /** Status fields written with whatever ending this handling has (its first: the labels). */
+  handling: Record<string, unknown> = {},
 ): Promise<ResolveOutcome> {
   // The Provisioning as last read or written by this handling: the base of the status apply.
   let live = read;
@@ -95,7 +97,7 @@ export async function resolveProvisioning(
       live,
       { step, reason, message },
       context.log,
-      { apply: true },
+      { apply: true, fields: handling },
     ),
   });
   const parsed = provisioningSchema.safeParse(live);
@@ -176,7 +178,7 @@ export async function resolveProvisioning(
       const verdict = preflight(plan.nodes, hostsByMac, 'wait');
       if (verdict.kind === 'failed') return fail(verdict.reason, verdict.message);
       if (verdict.kind === 'waiting') {
-        await recordWaiting(context, clients, live, verdict.message, {});
+        await recordWaiting(context, clients, live, verdict.message, handling);
         return { kind: 'waiting' };
       }
     } else resolved = resolveCluster(provisioning, input);
@@ -222,7 +224,7 @@ export async function resolveProvisioning(
     );
     if (verdict.kind === 'failed') return fail(Reason.HostProvisioningFailed, verdict.message);
     if (verdict.kind === 'waiting') {
-      await recordWaiting(context, clients, live, verdict.message, fields);
+      await recordWaiting(context, clients, live, verdict.message, { ...fields, ...handling });
       return { kind: 'waiting' };
     }
     try {
@@ -252,7 +254,7 @@ export async function resolveProvisioning(
         reason: Reason.Provisioning,
         message: 'Hosts resolved; rendering the inventory',
       },
-      fields: { nodes, ...fields },
+      fields: { nodes, ...fields, ...handling },
       cause,
       announce: {
         type: EventTypes.hostsResolved,
