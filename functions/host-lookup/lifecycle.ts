@@ -61,7 +61,7 @@ export function labelsWithEnding(
   rerun: string | undefined,
 ): Record<string, unknown> | undefined {
   if (rerun || recordedLabelsOf(live.status) !== undefined) return undefined;
-  if (recordedRetryOf(live) !== undefined || releasingClustersOf(live.status).length > 0) return undefined;
+  if (recordedRetryOf(live) !== '' || releasingClustersOf(live.status).length > 0) return undefined;
   return { [observedLabelsField]: labelsToRecord(live.metadata.labels) };
 }
 
