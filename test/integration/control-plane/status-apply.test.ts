@@ -19,7 +19,7 @@ import { provisioningTarget } from '../../../shared/k8s/provisioning.js';
 import { applyStatus, fieldManagerFor } from '../../../shared/k8s/status-apply.js';
 import type { StoredObject } from '../../../shared/k8s/stored-object.js';
 import { useTestCluster } from '../../support/cluster.js';
-import { createProvisioning, provisioningObject } from '../functions/support/fixtures.js';
+import { createOneNodeProvisioning } from '../functions/support/fixtures.js';
 
 const cluster = useTestCluster();
 
@@ -28,15 +28,7 @@ const inventoryRender = fieldManagerFor('inventory-render');
 const kudJobLaunch = fieldManagerFor('kud-job-launch');
 
 async function newProvisioning(name: string) {
-  await createProvisioning(
-    cluster.kubeConfig,
-    provisioningObject({
-      name,
-      namespace: cluster.namespace,
-      cluster: name,
-      masters: [{ label: 'master-0', mac: '52:54:00:00:00:01' }],
-    }),
-  );
+  await createOneNodeProvisioning(cluster.kubeConfig, cluster.namespace, name);
   const clients = kubeClients(cluster.kubeConfig);
   const target = provisioningTarget(cluster.namespace, name);
   const read = async () => {

@@ -8,13 +8,7 @@
  * when the event names a version the watch does not hold.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1ConfigMap,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type V1ConfigMap } from '@kubernetes/client-node';
 import { kubeClients } from '../../../shared/k8s/clients.js';
 import { getCustomObject } from '../../../shared/k8s/custom-objects.js';
 import { defineStep } from '../../../shared/k8s/define-step.js';
@@ -33,7 +27,7 @@ import type { FunctionContext } from '../../../shared/server/types.js';
 import { useTestCluster } from '../../support/cluster.js';
 import { RecordingKubeConfig } from '../../support/recording-kube-config.js';
 import { waitFor } from '../../../local/control-plane/wait.js';
-import { createProvisioning, provisioningObject } from '../functions/support/fixtures.js';
+import { createOneNodeProvisioning } from '../functions/support/fixtures.js';
 import { CloudEvent } from 'cloudevents';
 
 const cluster = useTestCluster();
@@ -43,15 +37,7 @@ afterAll(async () => {
 });
 
 async function newProvisioning(name: string): Promise<StoredObject> {
-  await createProvisioning(
-    cluster.kubeConfig,
-    provisioningObject({
-      name,
-      namespace: cluster.namespace,
-      cluster: name,
-      masters: [{ label: 'master-0', mac: '52:54:00:00:00:01' }],
-    }),
-  );
+  await createOneNodeProvisioning(cluster.kubeConfig, cluster.namespace, name);
   const object = await getCustomObject(
     kubeClients(cluster.kubeConfig),
     provisioningTarget(cluster.namespace, name),
@@ -152,14 +138,15 @@ describe('a watched ConfigMap', () => {
       (watched.latest<V1ConfigMap>(cluster.namespace, 'watched-settings')?.object?.data ?? {})['HTTP_PROXY'];
     await until(() => data() === 'http://127.0.0.1:3128', 'the watch has the settings');
     expect(watched.latest(cluster.namespace, 'watched-other')).toEqual({ object: undefined });
-    await core.patchNamespacedConfigMap(
-      {
-        namespace: cluster.namespace,
-        name: 'watched-settings',
-        body: { data: { HTTP_PROXY: 'http://127.0.0.1:3129' } },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    const stored = await core.readNamespacedConfigMap({
+      namespace: cluster.namespace,
+      name: 'watched-settings',
+    });
+    await core.replaceNamespacedConfigMap({
+      namespace: cluster.namespace,
+      name: 'watched-settings',
+      body: { ...stored, data: { HTTP_PROXY: 'http://127.0.0.1:3129' } },
+    });
     await until(() => data() === 'http://127.0.0.1:3129', 'the watch has the edit');
     await core.deleteNamespacedConfigMap({ namespace: cluster.namespace, name: 'watched-settings' });
     await until(

@@ -8,20 +8,15 @@ import { describe, expect, it } from '@jest/globals';
 import { labelsWithEnding } from '../../../functions/host-lookup/lifecycle.js';
 import type { StoredObject } from '../../../shared/k8s/stored-object.js';
 
-function provisioning(status?: Record<string, unknown>): StoredObject {
-  return {
+const labels = { cluster: 'edge', 'cluster-type': 'baremetal', unrelated: 'x' };
+const metadata = { name: 'edge', namespace: 'tenant', uid: 'p-1', generation: 1, labels };
+const provisioning = (status?: Record<string, unknown>) =>
+  ({
     apiVersion: 'bpa.akraino.org/v1alpha1',
     kind: 'Provisioning',
-    metadata: {
-      name: 'edge',
-      namespace: 'tenant',
-      uid: 'p-1',
-      generation: 1,
-      labels: { cluster: 'edge', 'cluster-type': 'baremetal', unrelated: 'x' },
-    },
+    metadata,
     ...(status ? { status } : {}),
-  } as StoredObject;
-}
+  }) as StoredObject;
 
 describe('the labels a first handling records with its ending', () => {
   it('are the recorded label keys of a Provisioning with no status yet', () => {

@@ -65,6 +65,19 @@ export async function createProvisioning(
   })) as StoredProvisioning;
 }
 
+/** A one-master Provisioning of cluster `name` in `namespace`, as stored (the API's answer). */
+export function createOneNodeProvisioning(kubeConfig: KubeConfig, namespace: string, name: string) {
+  return createProvisioning(
+    kubeConfig,
+    provisioningObject({
+      name,
+      namespace,
+      cluster: name,
+      masters: [{ label: 'master-0', mac: '52:54:00:00:00:01' }],
+    }),
+  );
+}
+
 /** A Software for `cluster` (its label), as a user creates one. */
 export async function createSoftware(
   kubeConfig: KubeConfig,
