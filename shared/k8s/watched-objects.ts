@@ -58,11 +58,14 @@ export interface WatchSource {
   list: (clients: KubeClients) => Promise<unknown>;
 }
 
+/** The key of a custom resource's watch: how the prologue finds it from an event's target. */
+const customResourceKey = (resource: CustomResource) => `${resource.group}/${resource.plural}`;
+
 /** The watch of a custom resource in all namespaces (the step's objects: a Provisioning). */
 export function customResourceWatch(resource: CustomResource): WatchSource {
   const { group, version, plural } = resource;
   return {
-    key: `${group}/${plural}`,
+    key: customResourceKey(resource),
     path: `/apis/${group}/${version}/${plural}`,
     plural,
     list: (clients) =>
@@ -124,7 +127,7 @@ export class WatchedList {
   private live = false;
   private stopped = false;
   private restartTimer?: NodeJS.Timeout;
-  /** Lookups answered from memory and lookups that went to the API (the bench reads them). */
+  /** Lookups answered from memory and lookups left to a read (tests look at them). */
   readonly counts = { hits: 0, misses: 0 };
 
   constructor(
@@ -295,8 +298,7 @@ export class WatchedObjects {
 
   /** The object a step's event points at, when the watch holds it at the version the event shows. */
   at(target: StatusTarget, version: Versioned): StoredObject | undefined {
-    const { group, plural } = target.resource;
-    return this.of(`${group}/${plural}`)?.at(target.namespace, target.name, version);
+    return this.of(customResourceKey(target.resource))?.at(target.namespace, target.name, version);
   }
 
   async stop(): Promise<void> {
